@@ -1,0 +1,35 @@
+# Finds izwi's dependencies and gives each a namespaced imported target.
+# Used by izwi's own build and, installed beside izwiConfig.cmake, by consumers
+# of the installed package, so both resolve dependencies the same way.
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+
+# xxHash is used header-only (XXH_INLINE_ALL): only its header is needed.
+if(NOT TARGET izwi::xxhash)
+  find_path(IZWI_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+  add_library(izwi::xxhash INTERFACE IMPORTED)
+  target_include_directories(izwi::xxhash INTERFACE ${IZWI_XXHASH_INCLUDE_DIR})
+endif()
+
+# Audio: Debian ships pkg-config files (no CMake packages) for these.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f")
+    list(GET pair 0 name)
+    list(GET pair 1 module)
+    if(NOT TARGET izwi::${name})
+      pkg_check_modules(IZWI_PC_${name} QUIET IMPORTED_TARGET GLOBAL ${module})
+      if(IZWI_PC_${name}_FOUND)
+        add_library(izwi::${name} ALIAS PkgConfig::IZWI_PC_${name})
+      endif()
+    endif()
+  endforeach()
+endif()
+foreach(name sndfile soxr fftw3f)
+  if(NOT TARGET izwi::${name})
+    # Missing audio libraries only matter to users of izwi::audio; they get a
+    # link error naming the library rather than a failed configure.
+    add_library(izwi::${name} INTERFACE IMPORTED)
+    target_link_libraries(izwi::${name} INTERFACE ${name})
+  endif()
+endforeach()

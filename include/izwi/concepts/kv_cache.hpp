@@ -1,0 +1,109 @@
+#pragma once
+// KVCachePolicy: owns the K/V tensors of every layer in fixed-size blocks,
+// hands out blocks to sequences, and finds cached prefixes.
+// Documented in docs/concepts/kv_cache.md.
+//
+// Valid expressions, for k a K, ck a const K, seq a SequenceView:
+//   typename K::memory_space                   where the tensors live (see memory_space.hpp)
+//   ck.block_size()            -> size_t       tokens per block
+//   ck.shape()                 -> const KVCacheShape&
+//   k.find_cached_prefix(seq)  -> PrefixHit    longest cached run of full blocks, at most
+//                                              tokens.size()-1 tokens; takes no references
+//   k.allocate_slots(seq, num_computed, num_new, hit) -> bool
+//                                              make blocks cover [0, num_computed + num_new);
+//                                              `hit` (from find_cached_prefix, same step) is
+//                                              adopted first for a sequence with no blocks.
+//                                              false: not enough free blocks, and nothing changed
+//   k.free(id)                                 release the sequence's blocks, tail first
+//   ck.block_table(id)         -> span<const BlockId>
+//   ck.stats()                 -> KVCacheStats
+//   k.layer(l)                 -> KVLayerView  K and V storage of layer l
+//
+// Optional ability, probed with `requires`:
+//   k.admission_advice()       -> AdmissionAdvice   memory-pressure-aware caches
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "izwi/concepts/memory_space.hpp"
+#include "izwi/concepts/tags.hpp"
+#include "izwi/core/ids.hpp"
+#include "izwi/core/kv_cache_shape.hpp"
+#include "izwi/core/request.hpp"
+
+namespace izwi {
+
+/// A prefix-cache lookup result: `num_tokens` (a multiple of the block size)
+/// are already computed in `blocks`. The span points into the cache's scratch
+/// storage and is valid until the next call on that cache.
+struct PrefixHit {
+  std::size_t num_tokens = 0;
+  std::span<const BlockId> blocks;
+};
+
+/// Storage of one layer. Both arrays are laid out
+/// [block][position in block][kv head][head dim] in the cache's dtype, so
+/// token slot s (see StepPlan::slot_mapping) starts at element s * row_elements().
+struct KVLayerView {
+  std::byte* keys = nullptr;
+  std::byte* values = nullptr;
+};
+
+struct KVCacheStats {
+  std::size_t block_size = 0;
+  /// Usable blocks (the null block excluded).
+  std::size_t num_blocks = 0;
+  /// Blocks with a reference count above zero.
+  std::size_t num_used_blocks = 0;
+  /// Blocks on the free list, including cached ones.
+  std::size_t num_free_blocks = 0;
+  /// Free blocks that still hold a prefix hash and can be revived by a hit.
+  std::size_t num_cached_blocks = 0;
+  std::size_t bytes_per_block = 0;
+  std::size_t total_bytes = 0;
+  /// Prefix-cache counters in tokens, as vLLM counts them.
+  std::uint64_t prefix_cache_queries = 0;
+  std::uint64_t prefix_cache_hits = 0;
+  /// Cached blocks whose hash was dropped to reuse the block.
+  std::uint64_t evictions = 0;
+
+  double usage() const noexcept {
+    return num_blocks ? static_cast<double>(num_used_blocks) / static_cast<double>(num_blocks) : 0.0;
+  }
+};
+
+enum class MemoryPressure : std::uint8_t { normal, warning, critical };
+
+/// What a memory-pressure-aware cache asks of the scheduler this step.
+struct AdmissionAdvice {
+  MemoryPressure pressure = MemoryPressure::normal;
+  /// Upper bound on running sequences this step (shrinks under Warning).
+  std::size_t max_num_seqs = static_cast<std::size_t>(-1);
+  /// False under Critical: admit no new prefill.
+  bool admit_new_requests = true;
+};
+
+template <class K>
+concept KVCachePolicy =
+    opts_into<K, kv_cache_tag> && requires { typename K::memory_space; } &&
+    requires(K& k, const K& ck, const SequenceView& seq, std::size_t n, PrefixHit hit, RequestId id,
+             std::uint32_t layer) {
+      { ck.block_size() } -> std::same_as<std::size_t>;
+      { ck.shape() } -> std::same_as<const KVCacheShape&>;
+      { k.find_cached_prefix(seq) } -> std::same_as<PrefixHit>;
+      { k.allocate_slots(seq, n, n, hit) } -> std::same_as<bool>;
+      { k.free(id) } -> std::same_as<void>;
+      { ck.block_table(id) } -> std::same_as<std::span<const BlockId>>;
+      { ck.stats() } -> std::same_as<KVCacheStats>;
+      { k.layer(layer) } -> std::same_as<KVLayerView>;
+    };
+
+/// The optional memory-pressure ability.
+template <class K>
+concept PressureAwareKVCache = KVCachePolicy<K> && requires(K& k) {
+  { k.admission_advice() } -> std::same_as<AdmissionAdvice>;
+};
+
+}  // namespace izwi

@@ -1,0 +1,109 @@
+#pragma once
+// Request: what a client asks the engine to do, and the states it moves through.
+//
+//   waiting ──schedule──▶ running ──▶ finished (stop | length | abort | error)
+//      ▲                     │
+//      └──── preempted ◀─────┘   (blocks freed; recomputed when resumed)
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "izwi/core/ids.hpp"
+#include "izwi/core/sampling_params.hpp"
+
+namespace izwi {
+
+/// What the request is for. The engine loop is the same for all; the model
+/// family decides what the tokens mean.
+enum class Task : std::uint8_t { chat, completion, tts, asr, translation };
+
+enum class RequestStatus : std::uint8_t {
+  waiting,    ///< queued, holds no KV blocks (or only a prefix-cache hit in flight)
+  running,    ///< admitted: holds KV blocks and is scheduled each step
+  preempted,  ///< evicted to make room; back in the waiting queue, recomputed on resume
+  finished,   ///< see FinishReason
+};
+
+enum class FinishReason : std::uint8_t {
+  stop,    ///< EOS, a stop token id or a stop string
+  length,  ///< max_tokens reached, or the model's context limit
+  abort,   ///< cancelled by the client (abort(), disconnect, shutdown)
+  error,   ///< the engine could not serve it (e.g. it can never fit in the cache)
+};
+
+std::string_view to_string(Task) noexcept;
+std::string_view to_string(RequestStatus) noexcept;
+/// As OpenAI and vLLM spell it: "stop", "length", "abort", "error".
+std::string_view to_string(FinishReason) noexcept;
+
+/// Audio that a request carries into the model (speech to transcribe, a voice
+/// prompt). The samples are mono float PCM at `sample_rate`. In the token
+/// sequence the audio occupies `placeholder_length` positions starting at
+/// `placeholder_offset`; KV blocks that overlap those positions carry the
+/// audio's content hash in their prefix-cache key, so two requests share a
+/// cached prefix only if they carry the same audio there.
+struct AudioInput {
+  std::vector<float> samples;
+  std::uint32_t sample_rate = 16000;
+  std::uint32_t placeholder_offset = 0;
+  std::uint32_t placeholder_length = 0;
+  /// Content hash of the samples; computed by the engine when left 0.
+  std::uint64_t content_hash = 0;
+
+  double duration_seconds() const noexcept {
+    return sample_rate ? static_cast<double>(samples.size()) / sample_rate : 0.0;
+  }
+};
+
+/// One request as a client submits it.
+struct Request {
+  /// 0 asks the engine to assign a fresh id (returned by add_request).
+  RequestId id = 0;
+  Task task = Task::completion;
+  std::vector<TokenId> prompt_tokens;
+  /// Shared so that a large upload is not copied as the request moves through queues.
+  std::shared_ptr<const AudioInput> audio;
+  /// TTS voice name; part of the prefix-cache key.
+  std::string voice;
+  SamplingParams sampling;
+  /// Lower value is served sooner (vLLM's convention). Ignored by FCFS.
+  std::int32_t priority = 0;
+  /// Set by the engine when left at its default.
+  TimePoint arrival_time{};
+  /// Isolates prefix-cache reuse: only requests with the same salt share cached blocks.
+  std::string cache_salt;
+  /// The client reads a stream of chunks rather than waiting for the whole output.
+  bool stream = false;
+};
+
+/// The parts of a request that key its prefix-cache blocks besides the tokens.
+/// Derived once, when the request is added (hashing strings per step would be waste).
+struct PrefixCacheKeys {
+  /// Hash of (cache_salt, voice); mixed into the first block, and so by
+  /// chaining into every block after it. 0 when both are empty.
+  std::uint64_t root = 0;
+  /// Audio content hash and the token positions it occupies (length 0: none).
+  std::uint64_t audio_hash = 0;
+  std::uint32_t audio_offset = 0;
+  std::uint32_t audio_length = 0;
+  /// False for sequences whose blocks must never be shared (e.g. a Whisper
+  /// decoder prompt, whose meaning depends on the encoder output).
+  bool cacheable = true;
+};
+
+/// What a KV cache needs to know of a sequence: its id, every token known so
+/// far (prompt, then generated output), and its prefix-cache keys.
+struct SequenceView {
+  RequestId id = 0;
+  std::span<const TokenId> tokens;
+  const PrefixCacheKeys* keys = nullptr;
+};
+
+}  // namespace izwi
+
+#include "izwi/core/impl/request.hpp"

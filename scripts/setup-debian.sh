@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every system dependency izwi needs, from Debian 12 packages.
+# Idempotent: packages already present are skipped by apt-get; safe to re-run.
+# Used by README, .ci/run and developers alike: add a dependency here, nowhere else.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang-14 libclang-rt-14-dev
+  # library dependencies (DESIGN §Dependencies)
+  libboost1.81-all-dev xtensor-dev libxsimd-dev librange-v3-dev
+  catch2 libbenchmark-dev
+  # XXH3-128 for the prefix-cache block hash (header-only use, XXH_INLINE_ALL)
+  libxxhash-dev
+  # audio (issue 5): decode/encode through libsndfile, resampling through soxr,
+  # FFTs of arbitrary size (400, 512, 1280) through FFTW3 (single precision)
+  libsndfile1-dev libsoxr-dev libfftw3-dev
+  # reference implementations for tests (DESIGN §6)
+  python3 python3-numpy python3-onnx
+)
+# Node.js and npm (references from the npm registry): the machine image may
+# already carry a newer Node.js with its own npm; Debian's packages only fill a gap.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm  >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
