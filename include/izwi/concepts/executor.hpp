@@ -34,19 +34,26 @@
 
 namespace izwi {
 
+/// Each requirement on its own, so the engine can name the first one a type misses.
+namespace requirements {
+template <class E> concept executor_execution_space = requires { typename E::execution_space; };
+template <class E> concept executor_kv_cache_shape = requires(const E& ce) {
+  { ce.kv_cache_shape() } -> std::same_as<KVCacheShape>;
+};
+template <class E, class K> concept executor_execute = requires(E& e, const StepPlan& plan, K& kv, StepResult& result) {
+  e.execute(plan, kv, result);
+};
+}  // namespace requirements
+
 template <class E>
-concept ExecutorPolicy = opts_into<E, executor_tag> && requires { typename E::execution_space; } &&
-                         requires(const E& ce) {
-                           { ce.kv_cache_shape() } -> std::same_as<KVCacheShape>;
-                         };
+concept ExecutorPolicy = opts_into<E, executor_tag> && requirements::executor_execution_space<E> &&
+                         requirements::executor_kv_cache_shape<E>;
 
 /// E can run against the blocks of a K.
 template <class E, class K>
 concept ExecutorFor = ExecutorPolicy<E> && KVCachePolicy<K> &&
                       accessible_from<typename E::execution_space, typename K::memory_space> &&
-                      requires(E& e, const StepPlan& plan, K& kv, StepResult& result) {
-                        e.execute(plan, kv, result);
-                      };
+                      requirements::executor_execute<E, K>;
 
 /// Optional: the executor knows its model's end-of-sequence tokens.
 template <class E>

@@ -85,20 +85,32 @@ struct AdmissionAdvice {
   bool admit_new_requests = true;
 };
 
+/// Each requirement of KVCachePolicy on its own, so the engine can name the
+/// first one a type misses (see engine/detail/policy_checks.hpp).
+namespace requirements {
+template <class K> concept kv_memory_space = requires { typename K::memory_space; };
+template <class K> concept kv_block_size = requires(const K& ck) { { ck.block_size() } -> std::same_as<std::size_t>; };
+template <class K> concept kv_shape = requires(const K& ck) { { ck.shape() } -> std::same_as<const KVCacheShape&>; };
+template <class K> concept kv_find_cached_prefix = requires(K& k, const SequenceView& seq) {
+  { k.find_cached_prefix(seq) } -> std::same_as<PrefixHit>;
+};
+template <class K> concept kv_allocate_slots = requires(K& k, const SequenceView& seq, std::size_t n, PrefixHit hit) {
+  { k.allocate_slots(seq, n, n, hit) } -> std::same_as<bool>;
+};
+template <class K> concept kv_free = requires(K& k, RequestId id) { { k.free(id) } -> std::same_as<void>; };
+template <class K> concept kv_block_table = requires(const K& ck, RequestId id) {
+  { ck.block_table(id) } -> std::same_as<std::span<const BlockId>>;
+};
+template <class K> concept kv_stats = requires(const K& ck) { { ck.stats() } -> std::same_as<KVCacheStats>; };
+template <class K> concept kv_layer = requires(K& k, std::uint32_t layer) { { k.layer(layer) } -> std::same_as<KVLayerView>; };
+}  // namespace requirements
+
 template <class K>
 concept KVCachePolicy =
-    opts_into<K, kv_cache_tag> && requires { typename K::memory_space; } &&
-    requires(K& k, const K& ck, const SequenceView& seq, std::size_t n, PrefixHit hit, RequestId id,
-             std::uint32_t layer) {
-      { ck.block_size() } -> std::same_as<std::size_t>;
-      { ck.shape() } -> std::same_as<const KVCacheShape&>;
-      { k.find_cached_prefix(seq) } -> std::same_as<PrefixHit>;
-      { k.allocate_slots(seq, n, n, hit) } -> std::same_as<bool>;
-      { k.free(id) } -> std::same_as<void>;
-      { ck.block_table(id) } -> std::same_as<std::span<const BlockId>>;
-      { ck.stats() } -> std::same_as<KVCacheStats>;
-      { k.layer(layer) } -> std::same_as<KVLayerView>;
-    };
+    opts_into<K, kv_cache_tag> && requirements::kv_memory_space<K> && requirements::kv_block_size<K> &&
+    requirements::kv_shape<K> && requirements::kv_find_cached_prefix<K> && requirements::kv_allocate_slots<K> &&
+    requirements::kv_free<K> && requirements::kv_block_table<K> && requirements::kv_stats<K> &&
+    requirements::kv_layer<K>;
 
 /// The optional memory-pressure ability.
 template <class K>

@@ -27,21 +27,33 @@
 
 namespace izwi {
 
+/// Each requirement of SchedulerFor on its own, so the engine can name the
+/// first one a type misses.
+namespace requirements {
+template <class S> concept scheduler_add = requires(S& s, Request&& request) { s.add(std::move(request)); };
+template <class S, class K> concept scheduler_schedule = requires(S& s, K& kv) {
+  { s.schedule(kv) } -> std::same_as<const StepPlan&>;
+};
+template <class S, class K> concept scheduler_update = requires(S& s, const StepResult& result, K& kv) {
+  s.update(result, kv);
+};
+template <class S, class K> concept scheduler_finish = requires(S& s, RequestId id, FinishReason reason, K& kv) {
+  { s.finish(id, reason, kv) } -> std::same_as<bool>;
+};
+template <class S> concept scheduler_set_paused = requires(S& s, RequestId id, bool paused) { s.set_paused(id, paused); };
+template <class S> concept scheduler_counts = requires(const S& cs) {
+  { cs.num_waiting() } -> std::same_as<std::size_t>;
+  { cs.num_running() } -> std::same_as<std::size_t>;
+  { cs.num_preemptions() } -> std::same_as<std::uint64_t>;
+};
+}  // namespace requirements
+
 /// S schedules requests whose blocks live in a K.
 template <class S, class K>
-concept SchedulerFor =
-    opts_into<S, scheduler_tag> && KVCachePolicy<K> &&
-    requires(S& s, const S& cs, Request&& request, RequestId id, FinishReason reason, const StepResult& result,
-             K& kv, bool paused) {
-      s.add(std::move(request));
-      { s.schedule(kv) } -> std::same_as<const StepPlan&>;
-      s.update(result, kv);
-      { s.finish(id, reason, kv) } -> std::same_as<bool>;
-      s.set_paused(id, paused);
-      { cs.num_waiting() } -> std::same_as<std::size_t>;
-      { cs.num_running() } -> std::same_as<std::size_t>;
-      { cs.num_preemptions() } -> std::same_as<std::uint64_t>;
-    };
+concept SchedulerFor = opts_into<S, scheduler_tag> && KVCachePolicy<K> && requirements::scheduler_add<S> &&
+                       requirements::scheduler_schedule<S, K> && requirements::scheduler_update<S, K> &&
+                       requirements::scheduler_finish<S, K> && requirements::scheduler_set_paused<S> &&
+                       requirements::scheduler_counts<S>;
 
 /// S schedules against any KV cache that meets the contract.
 template <class S>
