@@ -1,0 +1,98 @@
+# Test helpers shared by every area's test/<area>/CMakeLists.txt.
+# Included by the top-level CMakeLists.txt before test/ is added.
+#
+#   izwi_test_selected(<out-var> [LABELS ...])
+#       TRUE when a test (or test executable) with these labels belongs to this
+#       build. IZWI_TEST_ONLY_LABELS (a list, empty = everything) restricts a
+#       build to executables carrying one of the labels: the ThreadSanitizer
+#       configuration sets it to "threads" and so compiles only the threaded
+#       test executables. izwi_add_test calls this; call it yourself before an
+#       add_test whose executable is expensive to build.
+#
+#   izwi_register_test_target(<target>)
+#       Adds <target> to the umbrella target `izwi-tests` (build every test
+#       executable of this configuration and nothing else).
+#
+#   izwi_add_compile_fail_test(<name> SOURCE <file.cpp> EXPECT <regex>
+#                              [LIBS <targets>...] [DEFINITIONS <defs>...]
+#                              [CONTROL] [LABELS <labels>...])
+#       A must-not-compile test. SOURCE is compiled as part of an
+#       EXCLUDE_FROM_ALL object library linked to izwi::izwi (plus LIBS), so it
+#       sees exactly the include paths, standard and flags of a real user. The
+#       CTest test <name> builds that one object and passes only if the compiler
+#       FAILS and its output matches EXPECT (a CMake regular expression): a file
+#       that fails for another reason (a typo, a missing include) does not pass.
+#       CONTROL adds a second test, <name>.control, that compiles SOURCE with
+#       IZWI_COMPILE_FAIL_CONTROL defined and must SUCCEED: write the bad line as
+#         #ifndef IZWI_COMPILE_FAIL_CONTROL
+#           bad_line();
+#         #else
+#           good_line();
+#         #endif
+#       so the control proves everything around the bad line is well-formed.
+#       Every such test carries the label `compile-fail`.
+
+set(IZWI_TEST_ONLY_LABELS "" CACHE STRING
+  "Build and register only test executables with one of these labels (e.g. 'threads' for ThreadSanitizer); empty: all")
+set_property(GLOBAL PROPERTY IZWI_TEST_TARGETS "")
+
+function(izwi_test_selected out)
+  cmake_parse_arguments(ARG "" "" "LABELS" ${ARGN})
+  set(selected TRUE)
+  if(IZWI_TEST_ONLY_LABELS)
+    set(selected FALSE)
+    foreach(label IN LISTS ARG_LABELS)
+      if(label IN_LIST IZWI_TEST_ONLY_LABELS)
+        set(selected TRUE)
+      endif()
+    endforeach()
+  endif()
+  set(${out} ${selected} PARENT_SCOPE)
+endfunction()
+
+function(izwi_register_test_target target)
+  set_property(GLOBAL APPEND PROPERTY IZWI_TEST_TARGETS ${target})
+endfunction()
+
+set(IZWI_COMPILE_FAIL_DRIVER ${CMAKE_CURRENT_LIST_DIR}/izwiCompileFail.cmake)
+
+function(izwi_add_compile_fail_test name)
+  cmake_parse_arguments(ARG "CONTROL" "SOURCE;EXPECT" "LIBS;DEFINITIONS;LABELS" ${ARGN})
+  if(NOT ARG_SOURCE OR NOT ARG_EXPECT)
+    message(FATAL_ERROR "izwi_add_compile_fail_test(${name}): SOURCE and EXPECT are required")
+  endif()
+  set(labels compile-fail ${ARG_LABELS})
+  izwi_test_selected(selected LABELS ${labels})
+  if(NOT selected)
+    return()
+  endif()
+  get_filename_component(source ${ARG_SOURCE} ABSOLUTE)
+  string(MAKE_C_IDENTIFIER "izwi_cf_${name}" target)
+
+  set(variants fail)
+  if(ARG_CONTROL)
+    list(APPEND variants control)
+  endif()
+  foreach(variant IN LISTS variants)
+    set(t ${target}_${variant})
+    add_library(${t} OBJECT EXCLUDE_FROM_ALL ${source})
+    target_link_libraries(${t} PRIVATE izwi::izwi ${ARG_LIBS})
+    target_compile_definitions(${t} PRIVATE ${ARG_DEFINITIONS})
+    if(variant STREQUAL "control")
+      target_compile_definitions(${t} PRIVATE IZWI_COMPILE_FAIL_CONTROL=1)
+      set(test_name ${name}.control)
+    else()
+      set(test_name ${name})
+    endif()
+    # The regex goes through a file, so any character in it survives intact.
+    set(expect_file ${CMAKE_CURRENT_BINARY_DIR}/${t}.expect)
+    file(WRITE ${expect_file} "${ARG_EXPECT}")
+    add_test(NAME ${test_name}
+      COMMAND ${CMAKE_COMMAND}
+        -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=${t} -DCONFIG=$<CONFIG>
+        -DEXPECT_FILE=${expect_file} -DMODE=${variant}
+        -P ${IZWI_COMPILE_FAIL_DRIVER})
+    # Each test runs the build tool in the build tree: one at a time.
+    set_tests_properties(${test_name} PROPERTIES LABELS "${labels}" RESOURCE_LOCK izwi_build_tree TIMEOUT 300)
+  endforeach()
+endfunction()
