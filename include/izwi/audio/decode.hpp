@@ -1,0 +1,101 @@
+#pragma once
+// Decoding uploaded audio: a request body (or a file) in any common format →
+// float PCM, mixed to mono on request, optionally resampled.
+//
+// Formats, through libsndfile (Debian 12 ships 1.2.0, built with libFLAC,
+// libvorbis, libopus, mpg123 and LAME):
+//   WAV (PCM 8/16/24/32-bit, 32/64-bit float, A-law, µ-law; also WAVEX, RF64),
+//   FLAC, Ogg Vorbis, Ogg Opus, MP3 (MPEG-1/2/2.5 layer III; also I/II),
+//   and libsndfile's other containers (AIFF, AU, CAF, W64, ...).
+// The container is detected from the bytes, never from a file name.
+//
+// Bad input never crashes, hangs or allocates without bound; it throws
+// decode_error, whose problem() says which of these it was:
+//   empty_input       "empty audio body: 0 bytes"
+//   not_audio         "not an audio file (12 bytes starting 7b 22 61 ...): ..."
+//   unsupported_codec "unsupported audio encoding: ..."
+//   truncated         "truncated WAV stream: the data chunk declares ... bytes"
+//                     "truncated FLAC stream: the header declares N frames, M decode"
+//   corrupt           "corrupt audio stream: ..." (decoder error, NaN samples, ...)
+//   invalid_format    "audio has 0 channels" / "sample rate 0 Hz ..."
+//   no_samples        "the audio stream holds no samples"
+//   too_long          "audio is 7200.0 s long, over the 3600 s limit"
+// The duration limit is checked against the header's frame count before any
+// sample buffer is allocated, and, for streams whose length is unknown
+// (streamed WAV, FLAC without a frame count, some MP3s), enforced while
+// reading: decoding stops one frame past the limit.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "izwi/audio/audio_buffer.hpp"
+
+namespace izwi::audio {
+
+/// What was wrong with an input that could not be decoded.
+enum class decode_problem : std::uint8_t {
+  empty_input,
+  not_audio,
+  unsupported_codec,
+  truncated,
+  corrupt,
+  invalid_format,
+  no_samples,
+  too_long,
+};
+
+/// "empty_input", "not_audio", ... (the enumerator's name).
+std::string_view to_string(decode_problem) noexcept;
+
+/// The input could not be decoded. The message names the problem; problem()
+/// classifies it (a server answers 400 for all of them, 413 for too_long).
+class decode_error : public audio_error {
+ public:
+  decode_error(decode_problem problem, const std::string& message)
+      : audio_error(message), problem_(problem) {}
+  decode_problem problem() const noexcept { return problem_; }
+
+ private:
+  decode_problem problem_;
+};
+
+struct decode_options {
+  /// Mix all channels to one (their average). Speech models want mono.
+  bool mono = true;
+  /// Longest audio accepted, in seconds of source audio; longer input throws
+  /// decode_error(too_long). Must be > 0. The default is one hour.
+  double max_duration_seconds = 3600.0;
+  /// Resample to this rate (Hz) after decoding; 0 keeps the source rate.
+  std::uint32_t target_sample_rate = 0;
+};
+
+/// What the source was, as found in its header and stream.
+struct decode_info {
+  std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...
+  std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...
+  std::uint32_t sample_rate = 0; ///< source rate, Hz
+  std::uint32_t channels = 0;    ///< source channels
+  std::uint64_t frames = 0;      ///< frames decoded (per channel)
+  double duration_seconds = 0;   ///< frames / sample_rate
+};
+
+struct decoded_audio {
+  audio_buffer audio;  ///< mono when options.mono; at target_sample_rate when set
+  decode_info info;    ///< the source's properties
+};
+
+/// Decodes a whole file held in memory (an upload's body).
+decoded_audio decode(std::span<const std::byte> bytes, const decode_options& options = {});
+/// The same for a body held as characters (e.g. a multipart field).
+decoded_audio decode(std::string_view bytes, const decode_options& options = {});
+/// Reads a whole file into memory and decodes it; decode_error messages are
+/// prefixed with the path. Throws audio_error when the file cannot be read.
+decoded_audio decode_file(const std::filesystem::path& path, const decode_options& options = {});
+
+}  // namespace izwi::audio
+
+#include "izwi/audio/impl/decode.hpp"

@@ -1,0 +1,266 @@
+#pragma once
+// Bodies of izwi/audio/decode.hpp.
+
+#include <sndfile.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "izwi/audio/decode.hpp"
+#include "izwi/audio/detail/riff_check.hpp"
+#include "izwi/audio/detail/sndfile_virtual_io.hpp"
+#include "izwi/audio/resample.hpp"
+
+namespace izwi::audio {
+
+inline std::string_view to_string(decode_problem p) noexcept {
+  switch (p) {
+    case decode_problem::empty_input: return "empty_input";
+    case decode_problem::not_audio: return "not_audio";
+    case decode_problem::unsupported_codec: return "unsupported_codec";
+    case decode_problem::truncated: return "truncated";
+    case decode_problem::corrupt: return "corrupt";
+    case decode_problem::invalid_format: return "invalid_format";
+    case decode_problem::no_samples: return "no_samples";
+    case decode_problem::too_long: return "too_long";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+/// Most channels accepted: more than any real recording (7.1 = 8, ambisonics
+/// 3rd order = 16); bounds the per-frame work a crafted header can ask for.
+inline constexpr std::uint32_t max_decode_channels = 64;
+
+struct sndfile_closer {
+  void operator()(SNDFILE* f) const noexcept { sf_close(f); }
+};
+using sndfile_handle = std::unique_ptr<SNDFILE, sndfile_closer>;
+
+inline std::string format_seconds(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", s);
+  return buf;
+}
+
+/// "12 bytes starting 7b 22 61 75" — enough for a user to see what they sent.
+inline std::string describe_bytes(std::span<const std::byte> bytes) {
+  std::string out = std::to_string(bytes.size()) + " bytes starting";
+  char hex[4];
+  for (std::size_t i = 0; i < bytes.size() && i < 8; ++i) {
+    std::snprintf(hex, sizeof hex, " %02x", static_cast<unsigned>(bytes[i]));
+    out += hex;
+  }
+  return out;
+}
+
+inline std::string container_name(int format) {
+  switch (format & SF_FORMAT_TYPEMASK) {
+    case SF_FORMAT_WAV: case SF_FORMAT_WAVEX: case SF_FORMAT_RF64: case SF_FORMAT_W64: return "wav";
+    case SF_FORMAT_FLAC: return "flac";
+    case SF_FORMAT_OGG:
+      switch (format & SF_FORMAT_SUBMASK) {
+        case SF_FORMAT_VORBIS: return "ogg/vorbis";
+        case SF_FORMAT_OPUS: return "ogg/opus";
+        default: return "ogg";
+      }
+    case SF_FORMAT_MPEG:
+      return (format & SF_FORMAT_SUBMASK) == SF_FORMAT_MPEG_LAYER_III ? "mp3" : "mpeg";
+    case SF_FORMAT_AIFF: return "aiff";
+    case SF_FORMAT_AU: return "au";
+    case SF_FORMAT_CAF: return "caf";
+    default: break;
+  }
+  SF_FORMAT_INFO info{};
+  info.format = format & SF_FORMAT_TYPEMASK;
+  if (sf_command(nullptr, SFC_GET_FORMAT_MAJOR, &info, sizeof info) == 0 && info.extension)
+    return info.extension;
+  return "other";
+}
+
+inline std::string encoding_name(int format) {
+  switch (format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_S8: return "pcm_s8";
+    case SF_FORMAT_PCM_U8: return "pcm_u8";
+    case SF_FORMAT_PCM_16: return "pcm_16";
+    case SF_FORMAT_PCM_24: return "pcm_24";
+    case SF_FORMAT_PCM_32: return "pcm_32";
+    case SF_FORMAT_FLOAT: return "float";
+    case SF_FORMAT_DOUBLE: return "double";
+    case SF_FORMAT_ULAW: return "ulaw";
+    case SF_FORMAT_ALAW: return "alaw";
+    case SF_FORMAT_VORBIS: return "vorbis";
+    case SF_FORMAT_OPUS: return "opus";
+    case SF_FORMAT_MPEG_LAYER_I: return "mpeg_layer_i";
+    case SF_FORMAT_MPEG_LAYER_II: return "mpeg_layer_ii";
+    case SF_FORMAT_MPEG_LAYER_III: return "mpeg_layer_iii";
+    default: return "other";
+  }
+}
+
+/// Formats whose header states the exact frame count, so that fewer decoded
+/// frames means the stream was cut. MP3 counts are estimates (from a Xing tag
+/// or the file size) and Ogg counts come from the last page actually present.
+inline bool header_frames_are_exact(int format) {
+  switch (format & SF_FORMAT_TYPEMASK) {
+    case SF_FORMAT_OGG: case SF_FORMAT_MPEG: return false;
+    default: return true;
+  }
+}
+
+inline std::string container_label(int format) {
+  std::string name = container_name(format);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+[[noreturn]] inline void throw_open_error(std::span<const std::byte> bytes) {
+  const int code = sf_error(nullptr);
+  const std::string why = sf_strerror(nullptr);
+  if (code == SF_ERR_UNRECOGNISED_FORMAT)
+    throw decode_error(decode_problem::not_audio,
+                       "not an audio file (" + describe_bytes(bytes) + "): libsndfile: " + why);
+  if (code == SF_ERR_UNSUPPORTED_ENCODING || why.find("nimplemented") != std::string::npos ||
+      why.find("not supported") != std::string::npos ||
+      why.find("nsupported") != std::string::npos)
+    throw decode_error(decode_problem::unsupported_codec, "unsupported audio encoding: " + why);
+  throw decode_error(decode_problem::corrupt, "corrupt audio stream: libsndfile: " + why);
+}
+
+/// Reads an opened stream into a buffer, enforcing the options' limits.
+inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_options& options) {
+  decoded_audio result;
+  decode_info& info = result.info;
+  info.format = container_name(sf.format);
+  info.encoding = encoding_name(sf.format);
+  if (sf.channels <= 0 || static_cast<std::uint32_t>(sf.channels) > max_decode_channels)
+    throw decode_error(decode_problem::invalid_format,
+                       "audio has " + std::to_string(sf.channels) + " channels; izwi accepts 1 to " +
+                           std::to_string(max_decode_channels));
+  if (sf.samplerate <= 0 || static_cast<std::uint32_t>(sf.samplerate) > max_sample_rate)
+    throw decode_error(decode_problem::invalid_format,
+                       "audio declares a sample rate of " + std::to_string(sf.samplerate) +
+                           " Hz; izwi accepts 1 to " + std::to_string(max_sample_rate));
+  info.sample_rate = static_cast<std::uint32_t>(sf.samplerate);
+  info.channels = static_cast<std::uint32_t>(sf.channels);
+  const std::uint32_t channels = info.channels;
+  const double rate = info.sample_rate;
+  const std::string limit = format_seconds(options.max_duration_seconds);
+
+  // libsndfile says SF_COUNT_MAX when it cannot know the length.
+  const bool frames_known = sf.frames >= 0 && sf.frames < SF_COUNT_MAX;
+  if (frames_known && sf.frames == 0)
+    throw decode_error(decode_problem::no_samples, "the audio stream holds no samples (0 frames)");
+  if (frames_known && static_cast<double>(sf.frames) / rate > options.max_duration_seconds)
+    throw decode_error(decode_problem::too_long,
+                       "audio is " + format_seconds(static_cast<double>(sf.frames) / rate) +
+                           " s long, over the " + limit + " s limit");
+  // Frames allowed: the limit, plus one so that "more than the limit" shows.
+  const std::uint64_t max_frames =
+      static_cast<std::uint64_t>(std::floor(options.max_duration_seconds * rate));
+  const std::uint64_t expected = frames_known ? static_cast<std::uint64_t>(sf.frames) : 0;
+
+  std::vector<float>& out = result.audio.samples;
+  const std::uint32_t out_channels = options.mono ? 1 : channels;
+  if (frames_known) out.reserve(static_cast<std::size_t>(expected) * out_channels);
+
+  constexpr sf_count_t block_frames = 8192;
+  std::vector<float> block(static_cast<std::size_t>(block_frames) * channels);
+  std::uint64_t total = 0;
+  bool non_finite = false;
+  for (;;) {
+    const sf_count_t got = sf_readf_float(file, block.data(), block_frames);
+    if (got <= 0) break;
+    if (total + static_cast<std::uint64_t>(got) > max_frames)
+      throw decode_error(decode_problem::too_long,
+                         "audio is longer than the " + limit + " s limit (stopped reading at " +
+                             format_seconds(static_cast<double>(total + got) / rate) + " s)");
+    total += static_cast<std::uint64_t>(got);
+    const std::size_t n = static_cast<std::size_t>(got) * channels;
+    for (std::size_t i = 0; i < n; ++i) non_finite |= !std::isfinite(block[i]);
+    if (out_channels == 1 && channels > 1) {
+      const float scale = 1.0f / static_cast<float>(channels);
+      for (sf_count_t f = 0; f < got; ++f) {
+        float sum = 0.0f;
+        for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
+        out.push_back(sum * scale);
+      }
+    } else {
+      out.insert(out.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+  }
+  const int err = sf_error(file);
+  if (err != SF_ERR_NO_ERROR)
+    throw decode_error(decode_problem::corrupt, "corrupt " + container_label(sf.format) +
+                                                    " stream after " + std::to_string(total) +
+                                                    " frames: libsndfile: " + sf_strerror(file));
+  if (non_finite)
+    throw decode_error(decode_problem::corrupt,
+                       "corrupt audio stream: the samples contain NaN or infinity");
+  if (total == 0)
+    throw decode_error(decode_problem::no_samples, "the audio stream holds no samples");
+  if (frames_known && total < expected && header_frames_are_exact(sf.format))
+    throw decode_error(decode_problem::truncated,
+                       "truncated " + container_label(sf.format) + " stream: the header declares " +
+                           std::to_string(expected) + " frames, only " + std::to_string(total) +
+                           " decode");
+
+  info.frames = total;
+  info.duration_seconds = static_cast<double>(total) / rate;
+  result.audio.sample_rate = info.sample_rate;
+  result.audio.channels = out_channels;
+  if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
+    result.audio = resample(result.audio, options.target_sample_rate);
+  return result;
+}
+
+inline void check_options(const decode_options& options) {
+  if (!(options.max_duration_seconds > 0) || !std::isfinite(options.max_duration_seconds))
+    throw izwi::invalid_argument("max_duration_seconds",
+                                 "max_duration_seconds must be a positive number of seconds");
+  if (options.target_sample_rate > max_sample_rate)
+    throw izwi::invalid_argument("target_sample_rate",
+                                 "target sample rate " + std::to_string(options.target_sample_rate) +
+                                     " Hz is above " + std::to_string(max_sample_rate));
+}
+
+}  // namespace detail
+
+inline decoded_audio decode(std::span<const std::byte> bytes, const decode_options& options) {
+  detail::check_options(options);
+  if (bytes.empty()) throw decode_error(decode_problem::empty_input, "empty audio body: 0 bytes");
+  if (auto shortfall = detail::find_riff_data_shortfall(bytes))
+    throw decode_error(decode_problem::truncated,
+                       "truncated WAV stream: the data chunk declares " +
+                           std::to_string(shortfall->declared) + " bytes, the body holds " +
+                           std::to_string(shortfall->present));
+  detail::memory_source source{bytes};
+  SF_INFO sf{};
+  detail::sndfile_handle file(sf_open_virtual(detail::memory_source::io(), SFM_READ, &sf, &source));
+  if (!file) detail::throw_open_error(bytes);
+  return detail::read_stream(file.get(), sf, options);
+}
+
+inline decoded_audio decode(std::string_view bytes, const decode_options& options) {
+  return decode(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), options);
+}
+
+inline decoded_audio decode_file(const std::filesystem::path& path, const decode_options& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw audio_error("cannot open audio file '" + path.string() + "'");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw audio_error("cannot read audio file '" + path.string() + "'");
+  try {
+    return decode(std::string_view(bytes.data(), bytes.size()), options);
+  } catch (const decode_error& e) {
+    throw decode_error(e.problem(), path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace izwi::audio
