@@ -1,0 +1,105 @@
+// A tiny program written against izwi's public API only, as a user would.
+// Built twice by CTest: against an installed izwi (find_package) and against
+// izwi's source tree (add_subdirectory). It must compile, link and exit 0.
+//
+// It uses core/ and concepts/ only, the parts every later area builds on.
+// To extend it once an area lands, add a block below (and its header above):
+//   - KV cache:  construct izwi::PagedKVCache<> from a KVCacheShape and check stats()
+//   - scheduler: add a Request to izwi::FcfsScheduler and schedule() one step
+//   - engine:    instantiate izwi::Engine<...> with a test executor and generate()
+//   - audio:     link izwi::audio and decode a WAV held in memory
+
+#include <cstdio>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "izwi/concepts.hpp"
+#include "izwi/core/error.hpp"
+#include "izwi/core/hash.hpp"
+#include "izwi/core/kv_cache_shape.hpp"
+#include "izwi/core/random.hpp"
+#include "izwi/core/request.hpp"
+#include "izwi/core/sampling_params.hpp"
+#include "izwi/core/step.hpp"
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what) {
+  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+  if (!ok) ++failures;
+}
+
+// A user's own policy type: opts in with the tag and meets the contract.
+struct MyCache {
+  using policy_category = izwi::kv_cache_tag;
+  using memory_space = izwi::host_space;
+  std::size_t block_size() const;
+  const izwi::KVCacheShape& shape() const;
+  izwi::PrefixHit find_cached_prefix(const izwi::SequenceView&);
+  bool allocate_slots(const izwi::SequenceView&, std::size_t, std::size_t, izwi::PrefixHit);
+  void free(izwi::RequestId);
+  std::span<const izwi::BlockId> block_table(izwi::RequestId) const;
+  izwi::KVCacheStats stats() const;
+  izwi::KVLayerView layer(std::uint32_t);
+};
+
+}  // namespace
+
+int main() {
+  // Sampling parameters: vLLM's defaults, and validation that names the field.
+  izwi::SamplingParams params;
+  params.temperature = 0.7f;
+  params.top_p = 0.9f;
+  params.seed = 1234;
+  bool valid = true;
+  try {
+    params.validate();
+  } catch (const izwi::error&) {
+    valid = false;
+  }
+  check(valid, "SamplingParams with temperature 0.7, top_p 0.9 validates");
+
+  params.top_p = 1.5f;
+  std::string field;
+  try {
+    params.validate();
+  } catch (const izwi::invalid_argument& e) {
+    field = e.field();
+  }
+  check(field == "top_p", "SamplingParams rejects top_p 1.5 and names the field");
+
+  // The per-request generator: same seed, same stream.
+  izwi::SequenceRng a(42), b(42);
+  bool same = true;
+  for (int i = 0; i < 16; ++i) same = same && a() == b();
+  check(same, "SequenceRng is reproducible from its seed");
+
+  // Hashing (pulls in xxHash through izwi::izwi's usage requirements).
+  const std::vector<izwi::TokenId> tokens{1, 2, 3, 4};
+  check(izwi::hash128(tokens.data(), tokens.size() * sizeof(izwi::TokenId)) ==
+            izwi::hash128(tokens.data(), tokens.size() * sizeof(izwi::TokenId)),
+        "hash128 is deterministic");
+
+  // Shapes and requests.
+  const izwi::KVCacheShape shape{.num_layers = 2, .num_kv_heads = 4, .head_dim = 64, .dtype = izwi::DType::f16};
+  check(shape.bytes_per_token() == 2u * 2 * 4 * 64 * 2, "KVCacheShape::bytes_per_token");
+  izwi::Request request;
+  request.task = izwi::Task::chat;
+  request.prompt_tokens = tokens;
+  check(izwi::to_string(izwi::FinishReason::length) == "length", "FinishReason spells as OpenAI does");
+
+  // Contracts: a user's type opts in; a CPU executor cannot read device memory.
+  static_assert(izwi::KVCachePolicy<MyCache>);
+  static_assert(izwi::accessible_from<izwi::cpu_execution, izwi::host_space>);
+  static_assert(!izwi::accessible_from<izwi::cpu_execution, izwi::device_space>);
+  check(true, "concepts accept a user-written KV cache type");
+
+  // ---- extend here as areas land (see the list at the top) ----
+
+  std::printf("%s\n", failures ? "izwi consumer: FAILED" : "izwi consumer: all checks passed");
+  return failures ? 1 : 0;
+}
