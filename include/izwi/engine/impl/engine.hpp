@@ -1,0 +1,415 @@
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "izwi/core/error.hpp"
+#include "izwi/core/hash.hpp"
+
+namespace izwi {
+
+template <class S, class K, class E>
+Engine<S, K, E>::Engine(S scheduler, K kv_cache, E executor, EngineConfig config)
+    : scheduler_(std::move(scheduler)),
+      kv_cache_(std::move(kv_cache)),
+      executor_(std::move(executor)),
+      config_(std::move(config)) {
+  if (!(kv_cache_.shape() == executor_.kv_cache_shape()))
+    throw invalid_argument("kv_cache",
+                           "the KV cache's shape (layers, KV heads, head dim, dtype) differs from the executor's "
+                           "kv_cache_shape(); build the cache from executor.kv_cache_shape()");
+  if (config_.stream_capacity == 0)
+    throw invalid_argument("stream_capacity", "stream_capacity must be >= 1, got 0");
+  if (config_.max_model_len) {
+    max_model_len_ = *config_.max_model_len;
+  } else if constexpr (HasMaxModelLen<E>) {
+    max_model_len_ = static_cast<std::size_t>(executor_.max_model_len());
+  }
+  if constexpr (HasEosTokens<E>) {
+    const std::span<const TokenId> eos = executor_.eos_token_ids();
+    eos_token_ids_.assign(eos.begin(), eos.end());
+  }
+  refresh_gauges();
+}
+
+template <class S, class K, class E>
+Engine<S, K, E>::~Engine() {
+  stop();
+  mailbox_->close();
+  std::lock_guard lock(step_mutex_);
+  const TimePoint now = Clock::now();
+  std::vector<RequestId> unfinished;
+  unfinished.reserve(records_.size());
+  for (auto& [id, record] : records_) unfinished.push_back(id);
+  for (RequestId id : unfinished) end_request(id, FinishReason::abort, now);
+}
+
+// --- submission (any thread) -------------------------------------------------
+
+template <class S, class K, class E>
+void Engine<S, K, E>::validate(Request& request) const {
+  request.sampling.validate();
+  if (request.prompt_tokens.empty())
+    throw invalid_argument("prompt_tokens", "the prompt must contain at least one token");
+  if (max_model_len_ != 0 && request.prompt_tokens.size() >= max_model_len_)
+    throw invalid_argument("prompt_tokens", "the prompt is " + std::to_string(request.prompt_tokens.size()) +
+                                                " tokens; the model's context is " + std::to_string(max_model_len_) +
+                                                " tokens and at least one must remain for the output");
+  if (!request.sampling.stop.empty() && !HasDetokenizer<E>)
+    throw invalid_argument("stop", "stop strings need an executor that detokenizes, and this one does not");
+  if (request.audio && request.audio->placeholder_offset + std::size_t{request.audio->placeholder_length} >
+                           request.prompt_tokens.size())
+    throw invalid_argument("audio", "the audio placeholder range lies beyond the prompt");
+}
+
+template <class S, class K, class E>
+RequestId Engine<S, K, E>::submit(Request request, std::shared_ptr<detail::StreamChannel> stream,
+                                  std::shared_ptr<detail::CompletionSlot> waiter) {
+  validate(request);
+  if (config_.max_waiting_requests != 0 && num_pending() >= config_.max_waiting_requests)
+    throw unavailable("the engine's queue is full: " + std::to_string(num_pending()) +
+                      " requests are waiting (max_waiting_requests)");
+  if (request.arrival_time == TimePoint{}) request.arrival_time = Clock::now();
+  if (request.audio && request.audio->content_hash == 0) {
+    // Hashed once here, so the prefix cache can key blocks on the audio's content.
+    auto hashed = std::make_shared<AudioInput>(*request.audio);
+    hashed->content_hash = hash64(std::span<const float>(hashed->samples)) | 1u;  // never 0 = "unset"
+    request.audio = std::move(hashed);
+  }
+  {
+    std::lock_guard lock(live_mutex_);
+    if (request.id == 0) {
+      do request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+      while (live_ids_.contains(request.id));
+    } else if (live_ids_.contains(request.id)) {
+      throw invalid_argument("id", "request id " + std::to_string(request.id) + " is already in use");
+    }
+    live_ids_.insert(request.id);
+  }
+  const RequestId id = request.id;
+  num_queued_.fetch_add(1, std::memory_order_relaxed);
+  detail::EngineCommand command;
+  command.kind = detail::EngineCommand::Kind::add;
+  command.id = id;
+  command.request = std::move(request);
+  command.stream = std::move(stream);
+  command.waiter = std::move(waiter);
+  mailbox_->post(std::move(command));
+  return id;
+}
+
+template <class S, class K, class E>
+RequestId Engine<S, K, E>::add_request(Request request) {
+  return submit(std::move(request), nullptr, nullptr);
+}
+
+template <class S, class K, class E>
+ResponseStream Engine<S, K, E>::generate_streaming(Request request) {
+  // The channel needs the id before the request is queued, so assign it here.
+  if (request.id == 0) request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  auto channel = std::make_shared<detail::StreamChannel>(request.id, config_.stream_capacity, mailbox_);
+  submit(std::move(request), channel, nullptr);
+  return ResponseStream(std::move(channel));
+}
+
+template <class S, class K, class E>
+RequestOutput Engine<S, K, E>::generate(Request request) {
+  auto waiter = std::make_shared<detail::CompletionSlot>();
+  submit(std::move(request), nullptr, waiter);
+  while (!waiter->ready()) {
+    if (running()) return waiter->wait();
+    step();
+  }
+  return waiter->wait();
+}
+
+template <class S, class K, class E>
+bool Engine<S, K, E>::abort(RequestId id) {
+  {
+    std::lock_guard lock(live_mutex_);
+    if (!live_ids_.contains(id)) return false;
+  }
+  mailbox_->post({detail::EngineCommand::Kind::abort, id, {}, {}, {}});
+  return true;
+}
+
+template <class S, class K, class E>
+bool Engine<S, K, E>::has_unfinished_requests() const {
+  std::lock_guard lock(live_mutex_);
+  return !live_ids_.empty();
+}
+
+template <class S, class K, class E>
+std::size_t Engine<S, K, E>::num_pending() const noexcept {
+  return num_queued_.load(std::memory_order_relaxed) + num_waiting_.load(std::memory_order_relaxed);
+}
+
+template <class S, class K, class E>
+EngineMetrics Engine<S, K, E>::metrics() const {
+  std::lock_guard lock(metrics_mutex_);
+  return metrics_;
+}
+
+// --- the background loop ---------------------------------------------------------
+
+template <class S, class K, class E>
+void Engine<S, K, E>::run() {
+  if (loop_running_.exchange(true)) return;
+  stop_requested_.store(false);
+  loop_thread_ = std::thread([this] {
+    while (!stop_requested_.load(std::memory_order_acquire)) {
+      std::size_t scheduled_tokens = 0;
+      {
+        std::lock_guard lock(step_mutex_);
+        step_locked();
+        scheduled_tokens = last_plan_tokens_;
+      }
+      // Nothing to compute (idle, or every running request paused by a slow
+      // consumer): sleep until something is posted.
+      if (scheduled_tokens == 0) mailbox_->wait_for(config_.idle_poll);
+    }
+  });
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::stop() {
+  if (!loop_running_.load()) return;
+  stop_requested_.store(true, std::memory_order_release);
+  mailbox_->notify();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  loop_running_.store(false, std::memory_order_release);
+}
+
+// --- one step (under step_mutex_) ---------------------------------------------------
+
+template <class S, class K, class E>
+std::span<const StreamChunk> Engine<S, K, E>::step() {
+  std::lock_guard lock(step_mutex_);
+  return step_locked();
+}
+
+template <class S, class K, class E>
+std::span<const StreamChunk> Engine<S, K, E>::step_locked() {
+  polled_chunks_.clear();
+  last_plan_tokens_ = 0;
+  apply_commands();
+
+  const StepPlan& plan = scheduler_.schedule(kv_cache_);
+  TimePoint now = Clock::now();
+  for (RequestId id : plan.failed) end_request(id, FinishReason::error, now);
+  for (RequestId id : plan.preempted)
+    if (auto it = records_.find(id); it != records_.end()) ++it->second.num_preemptions;
+
+  if (!plan.empty()) {
+    for (const ScheduledSequence& seq : plan.sequences) {
+      Record& record = records_.at(seq.id);
+      if (!record.scheduled) {
+        record.scheduled = true;
+        record.first_scheduled = now;
+      }
+    }
+    result_.clear();
+    executor_.execute(plan, kv_cache_, result_);
+    scheduler_.update(result_, kv_cache_);
+    last_plan_tokens_ = plan.num_scheduled_tokens;
+    process_outputs(plan, Clock::now());
+  }
+  refresh_gauges();
+  return polled_chunks_;
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::apply_commands() {
+  mailbox_->take(commands_);
+  const TimePoint now = Clock::now();
+  for (detail::EngineCommand& command : commands_) {
+    switch (command.kind) {
+      case detail::EngineCommand::Kind::add:
+        num_queued_.fetch_sub(1, std::memory_order_relaxed);
+        admit(command);
+        break;
+      case detail::EngineCommand::Kind::abort:
+      case detail::EngineCommand::Kind::stream_closed:
+        end_request(command.id, FinishReason::abort, now);
+        break;
+      case detail::EngineCommand::Kind::stream_drained:
+        if (auto it = records_.find(command.id); it != records_.end() && it->second.paused) {
+          it->second.paused = false;
+          scheduler_.set_paused(command.id, false);
+        }
+        break;
+    }
+  }
+  commands_.clear();
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::admit(detail::EngineCommand& command) {
+  Request& request = command.request;
+  Record record;
+  record.id = request.id;
+  record.task = request.task;
+  record.num_prompt_tokens = request.prompt_tokens.size();
+  record.sampling = request.sampling;
+  std::size_t limit = request.sampling.max_tokens ? *request.sampling.max_tokens : static_cast<std::size_t>(-1);
+  if (max_model_len_ != 0) limit = std::min(limit, max_model_len_ - record.num_prompt_tokens);
+  record.max_output_tokens = limit;
+  for (const std::string& s : request.sampling.stop)
+    record.stop_hold_back = std::max(record.stop_hold_back, s.size() - 1);
+  record.stream = std::move(command.stream);
+  record.waiter = std::move(command.waiter);
+  record.arrival = request.arrival_time;
+  if constexpr (HasDetokenizer<E>) record.detokenizer = executor_.make_detokenizer();
+  records_.emplace(record.id, std::move(record));
+  scheduler_.add(std::move(request));
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
+  (void)plan;
+  EngineMetrics& m = metrics_;
+  std::lock_guard metrics_lock(metrics_mutex_);
+  finished_this_step_.clear();
+  for (const SequenceOutput& out : result_.outputs) {
+    auto it = records_.find(out.id);
+    if (it == records_.end()) continue;
+    Record& r = it->second;
+
+    // Timings: time to first token, then the gap between tokens.
+    if (r.output_tokens.empty()) {
+      r.first_token = now;
+      m.time_to_first_token.observe(seconds_between(r.arrival, now));
+      m.prompt_tokens += r.num_prompt_tokens;
+    } else {
+      m.inter_token_latency.observe(seconds_between(r.last_token, now));
+    }
+    r.last_token = now;
+    ++m.generation_tokens;
+
+    r.output_tokens.push_back(out.token);
+    if (r.sampling.logprobs) {
+      const auto top = result_.top_logprobs_of(out);
+      r.logprobs.push_back({out.token, out.logprob, {top.begin(), top.end()}});
+    }
+    if (out.audio_count > 0) {
+      const auto samples = result_.audio_of(out);
+      r.audio.insert(r.audio.end(), samples.begin(), samples.end());
+      r.audio_sample_rate = result_.audio_sample_rate;
+    }
+
+    // Stop conditions, in vLLM's order: nothing stops before min_tokens except
+    // the length limits; EOS and stop ids end without adding text.
+    const std::size_t n = r.output_tokens.size();
+    const bool may_stop = n >= r.sampling.min_tokens;
+    std::optional<FinishReason> reason;
+    const bool is_eos = !r.sampling.ignore_eos &&
+                        std::find(eos_token_ids_.begin(), eos_token_ids_.end(), out.token) != eos_token_ids_.end();
+    const bool is_stop_id = std::find(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end(),
+                                      out.token) != r.sampling.stop_token_ids.end();
+    if (may_stop && (is_eos || is_stop_id)) {
+      reason = FinishReason::stop;
+      if (is_stop_id) r.stop_token = out.token;
+    } else {
+      const std::size_t searched_from = r.text.size();
+      r.text += r.detokenizer.append(out.token);
+      if (may_stop && !r.sampling.stop.empty()) {
+        // A stop string may straddle earlier text, so each search starts one
+        // stop-length back; the earliest match across all stop strings wins.
+        std::size_t earliest = std::string::npos;
+        for (const std::string& stop : r.sampling.stop) {
+          const std::size_t from = searched_from >= stop.size() ? searched_from - stop.size() + 1 : 0;
+          const std::size_t at = r.text.find(stop, from);
+          if (at < earliest) {
+            earliest = at;
+            r.stop_string = stop;
+          }
+        }
+        if (earliest != std::string::npos) {
+          r.text.resize(earliest);
+          reason = FinishReason::stop;
+        }
+      }
+    }
+    if (!reason && (n >= r.max_output_tokens)) reason = FinishReason::length;
+
+    if (reason) {
+      finish_record(r, *reason, now);
+      finished_this_step_.push_back(r.id);
+    } else if (r.wants_chunks()) {
+      deliver(r, r.take_chunk());
+    }
+  }
+  for (RequestId id : finished_this_step_) {
+    scheduler_.finish(id, records_.at(id).finish_reason, kv_cache_);
+    records_.erase(id);
+  }
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
+  if (r.stream) {
+    r.stream->push(std::move(chunk));
+    // Back-pressure: a full stream pauses its request until the consumer reads.
+    if (!r.finished && !r.paused && r.stream->full()) {
+      r.paused = true;
+      scheduler_.set_paused(r.id, true);
+    }
+  } else {
+    polled_chunks_.push_back(std::move(chunk));
+  }
+}
+
+/// Marks a record finished and delivers its final chunk or output. Caller
+/// holds metrics_mutex_; the scheduler and the record table are updated by the caller.
+template <class S, class K, class E>
+void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint now) {
+  r.finished = true;
+  r.finish_reason = reason;
+  EngineMetrics& m = metrics_;
+  ++m.finished_requests[static_cast<std::size_t>(reason)];
+  m.e2e_request_latency.observe(seconds_between(r.arrival, now));
+  if (r.scheduled) m.request_queue_time.observe(seconds_between(r.arrival, r.first_scheduled));
+  const RequestStats stats = r.stats(now);
+  if (stats.real_time_factor > 0) m.audio_real_time_factor.observe(stats.real_time_factor);
+  if (r.waiter) {
+    r.waiter->fulfil(r.take_output(now));
+  } else {
+    StreamChunk chunk = r.take_chunk();
+    chunk.stats = stats;
+    deliver(r, std::move(chunk));
+  }
+  std::lock_guard lock(live_mutex_);
+  live_ids_.erase(r.id);
+}
+
+/// Ends a request from outside the output path (abort, scheduler failure).
+template <class S, class K, class E>
+void Engine<S, K, E>::end_request(RequestId id, FinishReason reason, TimePoint now) {
+  scheduler_.finish(id, reason, kv_cache_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return;
+  {
+    std::lock_guard metrics_lock(metrics_mutex_);
+    finish_record(it->second, reason, now);
+  }
+  records_.erase(it);
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::refresh_gauges() {
+  const std::size_t waiting = scheduler_.num_waiting();
+  const std::size_t running = scheduler_.num_running();
+  num_waiting_.store(waiting, std::memory_order_relaxed);
+  num_running_.store(running, std::memory_order_relaxed);
+  const KVCacheStats kv = kv_cache_.stats();
+  std::lock_guard lock(metrics_mutex_);
+  metrics_.num_requests_waiting = waiting + num_queued_.load(std::memory_order_relaxed);
+  metrics_.num_requests_running = running;
+  metrics_.kv_cache_usage = kv.usage();
+  metrics_.prefix_cache_queries = kv.prefix_cache_queries;
+  metrics_.prefix_cache_hits = kv.prefix_cache_hits;
+  metrics_.num_preemptions = scheduler_.num_preemptions();
+}
+
+}  // namespace izwi
