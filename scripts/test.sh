@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# THE test command of izwi: README, .ci/run and developers all run this.
+#
+#   scripts/test.sh            setup, then three configurations (below); exit 0 only if all pass
+#   scripts/test.sh --quick    the main configuration only (developers)
+#
+# Configurations, each in its own build directory under $IZWI_BUILD_ROOT (default build-test/):
+#   main   Release. Builds everything: tests, the header self-containment check,
+#          examples and benchmarks (compiled, not run). Runs every test.
+#   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
+#          (target izwi-tests). Runs every test except those labelled `slow`
+#          (too long under a sanitizer) and `install` (packaging: sanitizers change nothing).
+#   tsan   -DIZWI_SANITIZE=thread, -O1, -DIZWI_TEST_ONLY_LABELS=threads: only the
+#          test executables labelled `threads` are even configured; runs label `threads`.
+#
+# Options:
+#   --quick          main only
+#   --only a,b       only these configurations (main, asan, tsan)
+#   --no-setup       skip scripts/setup-debian.sh and scripts/install-references.sh
+#   --clean          delete the build directories first (a cold build)
+#   -j, --jobs N     build and test parallelism (default: nproc)
+#   -- ARGS...       passed to every ctest run (e.g. -- -R sampling)
+# Environment: IZWI_BUILD_ROOT (build directories), CXX (compiler). Fit for CI as is:
+# it never reads stdin, needs no terminal, and exits non-zero if anything failed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+configs=(main asan tsan)
+setup=1
+clean=0
+jobs="$(nproc)"
+ctest_extra=()
+while (($#)); do
+  case "$1" in
+    --quick) configs=(main) ;;
+    --only) shift; IFS=, read -r -a configs <<<"$1" ;;
+    --only=*) IFS=, read -r -a configs <<<"${1#--only=}" ;;
+    --no-setup) setup=0 ;;
+    --clean) clean=1 ;;
+    -j|--jobs) shift; jobs="$1" ;;
+    -j*) jobs="${1#-j}" ;;
+    --jobs=*) jobs="${1#--jobs=}" ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; ctest_extra=("$@"); break ;;
+    *) echo "test.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for c in "${configs[@]}"; do
+  case "$c" in main|asan|tsan) ;; *) echo "test.sh: unknown configuration '$c'" >&2; exit 2 ;; esac
+done
+
+build_root="${IZWI_BUILD_ROOT:-$root/build-test}"
+start_all=$SECONDS
+exec </dev/null  # nothing below may wait for input (CI)
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+if ((setup)); then
+  banner "setup: Debian packages (scripts/setup-debian.sh)"
+  "$root/scripts/setup-debian.sh"
+  banner "setup: npm reference implementations (scripts/install-references.sh)"
+  "$root/scripts/install-references.sh"
+fi
+
+# Sanitizer builds: -O1 keeps tests fast, -g1 keeps line numbers in reports.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g1")
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+
+declare -A describe=(
+  [main]="Release: all tests, header check, examples, benchmarks built"
+  [asan]="address,undefined: all tests but slow/install"
+  [tsan]="thread: tests labelled threads"
+)
+declare -A result build_time test_time
+total_tests=0
+total_failed=0
+any_failure=0
+
+run_config() {
+  local name="$1" dir="$build_root/$1" log="$build_root/$1.log"
+  local cmake_args=() target=() ctest_args=()
+  case "$name" in
+    main)
+      cmake_args=(-DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_TESTS=ON -DIZWI_HEADER_CHECK=ON
+                  -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_SANITIZE= -DIZWI_TEST_ONLY_LABELS=)
+      ;;
+    asan)
+      cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=address,undefined -DIZWI_BUILD_TESTS=ON
+                  -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
+                  -DIZWI_TEST_ONLY_LABELS=)
+      target=(--target izwi-tests)
+      ctest_args=(-LE '^(slow|install)$')
+      ;;
+    tsan)
+      cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=thread -DIZWI_BUILD_TESTS=ON
+                  -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
+                  -DIZWI_TEST_ONLY_LABELS=threads)
+      target=(--target izwi-tests)
+      ctest_args=(-L '^threads$')
+      ;;
+  esac
+
+  banner "$name: ${describe[$name]}"
+  ((clean)) && rm -rf "$dir"
+  mkdir -p "$dir"
+  : >"$log"
+  local t0=$SECONDS
+  if ! cmake -S "$root" -B "$dir" -G Ninja "${cmake_args[@]}" 2>&1 | tee -a "$log" ||
+     ! cmake --build "$dir" -j "$jobs" "${target[@]}" 2>&1 | tee -a "$log"; then
+    build_time[$name]=$((SECONDS - t0))
+    test_time[$name]=0
+    result[$name]="BUILD FAILED (log: $log)"
+    any_failure=1
+    # Counted as one failed test, as ctest counts an executable that was not built.
+    total_tests=$((total_tests + 1))
+    total_failed=$((total_failed + 1))
+    return
+  fi
+  build_time[$name]=$((SECONDS - t0))
+
+  t0=$SECONDS
+  local rc=0
+  (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 --no-tests=ignore \
+     "${ctest_args[@]}" "${ctest_extra[@]}") 2>&1 | tee -a "$log" || rc=$?
+  test_time[$name]=$((SECONDS - t0))
+
+  local line passed failed total
+  line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)"
+  if [[ -n "$line" ]]; then
+    failed="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")"
+    total="$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")"
+    result[$name]="$line"
+  elif grep -q "No tests were found" "$log"; then
+    failed=0 total=0
+    result[$name]="no tests matched (none labelled for this configuration yet)"
+  else
+    failed=1 total=0
+    result[$name]="ctest produced no summary (exit $rc; log: $log)"
+  fi
+  total_tests=$((total_tests + total))
+  total_failed=$((total_failed + failed))
+  if ((rc != 0 || failed != 0)); then
+    any_failure=1
+    [[ "${result[$name]}" == *"failed out of"* ]] && result[$name]+="  <-- FAILED"
+  fi
+}
+
+for c in "${configs[@]}"; do
+  run_config "$c"
+done
+
+elapsed=$((SECONDS - start_all))
+banner "izwi test summary"
+for c in "${configs[@]}"; do
+  printf '%-5s %-62s build %4ds  tests %4ds  %s\n' "$c" "(${describe[$c]})" \
+    "${build_time[$c]}" "${test_time[$c]}" "${result[$c]}"
+done
+printf 'total time %dm%02ds (setup included), %d configuration(s), logs in %s\n' \
+  $((elapsed / 60)) $((elapsed % 60)) "${#configs[@]}" "$build_root"
+# The last line, in ctest's own words, over every configuration.
+passed=$((total_tests - total_failed))
+percent=100
+((total_tests > 0)) && percent=$((passed * 100 / total_tests))
+echo "${percent}% tests passed, ${total_failed} tests failed out of ${total_tests}"
+exit "$any_failure"
