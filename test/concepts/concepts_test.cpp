@@ -176,3 +176,29 @@ TEST_CASE("Stateless policies cost nothing as [[no_unique_address]] members", "[
   STATIC_REQUIRE(std::is_empty_v<GoodScheduler>);
   STATIC_REQUIRE(sizeof(Holder) == sizeof(std::uint64_t));
 }
+
+TEST_CASE("A type missing one member fails exactly that named requirement", "[concepts]") {
+  // The engine's diagnostics name the first requirement a policy misses
+  // (izwi::requirements); each one-member-short type fails only its own.
+  namespace r = izwi::requirements;
+  STATIC_REQUIRE_FALSE(r::kv_free<CacheNoFree>);
+  STATIC_REQUIRE(r::kv_memory_space<CacheNoFree> && r::kv_block_size<CacheNoFree> && r::kv_shape<CacheNoFree> &&
+                 r::kv_find_cached_prefix<CacheNoFree> && r::kv_allocate_slots<CacheNoFree> &&
+                 r::kv_block_table<CacheNoFree> && r::kv_stats<CacheNoFree> && r::kv_layer<CacheNoFree>);
+  STATIC_REQUIRE_FALSE(r::kv_memory_space<CacheNoMemorySpace>);
+  STATIC_REQUIRE_FALSE(r::kv_allocate_slots<CacheAllocateReturnsVoid>);
+  STATIC_REQUIRE_FALSE(r::kv_stats<CacheMutableOnlyStats>);
+
+  STATIC_REQUIRE_FALSE(r::scheduler_set_paused<SchedulerNoSetPaused>);
+  STATIC_REQUIRE(r::scheduler_add<SchedulerNoSetPaused> && r::scheduler_schedule<SchedulerNoSetPaused, HostCache> &&
+                 r::scheduler_update<SchedulerNoSetPaused, HostCache> &&
+                 r::scheduler_finish<SchedulerNoSetPaused, HostCache> && r::scheduler_counts<SchedulerNoSetPaused>);
+  STATIC_REQUIRE_FALSE(r::scheduler_schedule<SchedulerPlanByValue, HostCache>);
+
+  STATIC_REQUIRE_FALSE(r::executor_execute<ExecutorNoExecute, HostCache>);
+  STATIC_REQUIRE(r::executor_execution_space<ExecutorNoExecute> && r::executor_kv_cache_shape<ExecutorNoExecute>);
+  STATIC_REQUIRE_FALSE(r::executor_kv_cache_shape<ExecutorNoShape>);
+  // The CPU/device pairing fails only on the space, not on execute().
+  STATIC_REQUIRE(r::executor_execute<CpuExecutor, DeviceCache>);
+  STATIC_REQUIRE_FALSE(ExecutorFor<CpuExecutor, DeviceCache>);
+}
