@@ -1,0 +1,124 @@
+#pragma once
+// PagedKVCache: the standard paged KV cache (vLLM's PagedAttention layout) in
+// ordinary host memory. Satisfies izwi::KVCachePolicy
+// (include/izwi/concepts/kv_cache.hpp, docs/concepts/kv_cache.md).
+//
+// The cache owns the K and V tensors of every layer, cut into blocks of
+// BlockSize token positions. A sequence's block table maps its positions to
+// blocks; position p of a sequence lives at slot
+// `block_table[p / BlockSize] * BlockSize + p % BlockSize`, and slot s of layer l
+// starts `s * shape().row_elements()` elements into layer(l).keys (and .values).
+//
+//   izwi::PagedKVCache<> kv(shape, {.byte_budget = 4ull << 30});
+//   izwi::PrefixHit hit = kv.find_cached_prefix(seq);
+//   if (kv.allocate_slots(seq, hit.num_tokens, n - hit.num_tokens, hit)) { ... }
+//   kv.free(seq.id);
+//
+// Blocks come from a pool with block 0 reserved as the null block, an LRU free
+// list and reference counts; prefix caching shares full blocks between
+// sequences with the same chained key (tokens, cache salt, voice, audio).
+// Not thread-safe: the engine calls it from its step loop only.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "izwi/concepts/kv_cache.hpp"
+#include "izwi/concepts/memory_space.hpp"
+#include "izwi/concepts/tags.hpp"
+#include "izwi/core/ids.hpp"
+#include "izwi/core/kv_cache_shape.hpp"
+#include "izwi/core/request.hpp"
+#include "izwi/kv_cache/detail/block_manager.hpp"
+#include "izwi/kv_cache/detail/kv_storage.hpp"
+
+namespace izwi {
+
+struct PagedKVCacheConfig {
+  /// Bytes for K/V storage, the null block included (vLLM's CPU default,
+  /// VLLM_CPU_KVCACHE_SPACE, is 4 GiB). Untouched pages cost no resident memory.
+  std::size_t byte_budget = std::size_t{4} << 30;
+  /// Exact number of usable blocks; overrides byte_budget when set.
+  std::optional<std::size_t> num_blocks;
+  /// Upper bound on blocks derived from byte_budget. A real model's block
+  /// holds 100 KB or more, so this only bites for toy shapes, whose per-block
+  /// bookkeeping would otherwise dwarf their K/V.
+  std::size_t max_num_blocks = std::size_t{1} << 20;
+  /// Share full blocks between sequences with equal prefixes.
+  bool enable_prefix_caching = true;
+};
+
+template <std::size_t BlockSize = 16>
+class PagedKVCache {
+  static_assert(BlockSize > 0, "PagedKVCache needs at least one token per block");
+
+ public:
+  using policy_category = kv_cache_tag;
+  using memory_space = host_space;
+  using config_type = PagedKVCacheConfig;
+  static constexpr std::size_t block_size_v = BlockSize;
+
+  /// Allocates the storage. Throws izwi::invalid_argument naming the field
+  /// when the shape is unusable (zero layers, heads or head_dim; a quantized
+  /// dtype) or the budget cannot hold one block besides the null block.
+  PagedKVCache(KVCacheShape shape, PagedKVCacheConfig config = {});
+
+  PagedKVCache(const PagedKVCache&) = delete;
+  PagedKVCache& operator=(const PagedKVCache&) = delete;
+  PagedKVCache(PagedKVCache&&) noexcept = default;
+  PagedKVCache& operator=(PagedKVCache&&) noexcept = default;
+
+  std::size_t block_size() const noexcept { return BlockSize; }
+  const KVCacheShape& shape() const noexcept { return shape_; }
+  const PagedKVCacheConfig& config() const noexcept { return config_; }
+
+  /// Longest run of cached full blocks at the start of `seq.tokens`, at most
+  /// tokens.size() - 1 tokens (the last token is recomputed for its logits).
+  /// Takes no references: pass the hit to allocate_slots before any other call.
+  /// Counts tokens.size() queried and the result's num_tokens hit.
+  PrefixHit find_cached_prefix(const SequenceView& seq) { return blocks_.find_cached_prefix(seq); }
+
+  /// Makes seq's block table cover positions [0, num_computed + num_new),
+  /// adopting `hit` first when the sequence holds no blocks yet. Returns false,
+  /// changing nothing, when the free blocks do not suffice.
+  bool allocate_slots(const SequenceView& seq, std::size_t num_computed, std::size_t num_new, PrefixHit hit = {}) {
+    return blocks_.allocate_slots(seq, num_computed, num_new, hit);
+  }
+
+  /// Releases the sequence's blocks, last block first. Unknown ids are ignored.
+  void free(RequestId id) noexcept { blocks_.free(id); }
+
+  /// The sequence's blocks in position order; empty for an unknown id.
+  std::span<const BlockId> block_table(RequestId id) const noexcept { return blocks_.block_table(id); }
+
+  /// Every field of KVCacheStats. total_bytes is the storage allocated for K
+  /// and V, null block included; evictions counts cached blocks whose key was
+  /// dropped to reuse them.
+  KVCacheStats stats() const noexcept;
+
+  /// K and V storage of `layer`; both null for a layer past shape().num_layers.
+  KVLayerView layer(std::uint32_t layer) noexcept { return layout_.view(storage_.data(), layer); }
+
+  // --- introspection, for tests and metrics -----------------------------------
+  std::uint32_t ref_count(BlockId b) const noexcept { return blocks_.ref_count(b); }
+  std::size_t num_sequences() const noexcept { return blocks_.num_sequences(); }
+  /// First violated invariant of the block bookkeeping, or empty (see
+  /// detail::BlockManager::check_invariants).
+  std::string check_invariants() const { return blocks_.check_invariants(); }
+
+ private:
+  static std::size_t usable_blocks(const KVCacheShape& shape, const PagedKVCacheConfig& config);
+
+  KVCacheShape shape_;
+  PagedKVCacheConfig config_;
+  std::size_t bytes_per_block_;
+  detail::BlockManager blocks_;
+  detail::KVStorageLayout layout_;
+  detail::AlignedHostBuffer storage_;
+};
+
+}  // namespace izwi
+
+#include "izwi/kv_cache/impl/paged.hpp"
