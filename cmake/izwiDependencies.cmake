@@ -14,7 +14,7 @@ endif()
 # Audio: Debian ships pkg-config files (no CMake packages) for these.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
-  foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f")
+  foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f" "fftw3;fftw3")
     list(GET pair 0 name)
     list(GET pair 1 module)
     if(NOT TARGET izwi::${name})
@@ -25,7 +25,7 @@ if(PkgConfig_FOUND)
     endif()
   endforeach()
 endif()
-foreach(name sndfile soxr fftw3f)
+foreach(name sndfile soxr fftw3f fftw3)
   if(NOT TARGET izwi::${name})
     # Missing audio libraries only matter to users of izwi::audio; they get a
     # link error naming the library rather than a failed configure.
