@@ -1,0 +1,118 @@
+#pragma once
+// Process-wide cache of FFTW real-FFT plans, keyed by precision and size.
+//
+// FFTW's planner (every fftw(f)_plan_* and fftw(f)_destroy_plan call) must not
+// run on two threads at once; executing a finished plan with the new-array
+// execute functions may. So plans are made once per size under
+// fftw_planner_mutex() and then shared read-only. They are never destroyed:
+// the set of sizes a process uses is small and bounded (basic_real_fft's
+// max_size caps each), and destroying plans during static destruction could
+// race with threads that are still transforming.
+
+#include <fftw3.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <izwi/core/error.hpp>
+
+namespace izwi::audio::detail {
+
+/// The mutex every izwi call into FFTW's planner holds (both precisions).
+inline std::mutex& fftw_planner_mutex() {
+  static std::mutex planner_mutex;
+  return planner_mutex;
+}
+
+/// FFTW's API for one precision: fftwf_* (libfftw3f) or fftw_* (libfftw3).
+template <class Real>
+struct fftw_api;
+
+template <>
+struct fftw_api<float> {
+  using plan = fftwf_plan;
+  using complex = fftwf_complex;
+  static float* alloc_real(std::size_t n) { return fftwf_alloc_real(n); }
+  static complex* alloc_complex(std::size_t n) { return fftwf_alloc_complex(n); }
+  static void free(void* p) { fftwf_free(p); }
+  static plan plan_r2c(int n, float* in, complex* out, unsigned flags) { return fftwf_plan_dft_r2c_1d(n, in, out, flags); }
+  static plan plan_c2r(int n, complex* in, float* out, unsigned flags) { return fftwf_plan_dft_c2r_1d(n, in, out, flags); }
+  static void destroy(plan p) { fftwf_destroy_plan(p); }
+  static void execute_r2c(plan p, float* in, complex* out) { fftwf_execute_dft_r2c(p, in, out); }
+  static void execute_c2r(plan p, complex* in, float* out) { fftwf_execute_dft_c2r(p, in, out); }
+  static int alignment_of(float* p) { return fftwf_alignment_of(p); }
+};
+
+template <>
+struct fftw_api<double> {
+  using plan = fftw_plan;
+  using complex = fftw_complex;
+  static double* alloc_real(std::size_t n) { return fftw_alloc_real(n); }
+  static complex* alloc_complex(std::size_t n) { return fftw_alloc_complex(n); }
+  static void free(void* p) { fftw_free(p); }
+  static plan plan_r2c(int n, double* in, complex* out, unsigned flags) { return fftw_plan_dft_r2c_1d(n, in, out, flags); }
+  static plan plan_c2r(int n, complex* in, double* out, unsigned flags) { return fftw_plan_dft_c2r_1d(n, in, out, flags); }
+  static void destroy(plan p) { fftw_destroy_plan(p); }
+  static void execute_r2c(plan p, double* in, complex* out) { fftw_execute_dft_r2c(p, in, out); }
+  static void execute_c2r(plan p, complex* in, double* out) { fftw_execute_dft_c2r(p, in, out); }
+  static int alignment_of(double* p) { return fftw_alignment_of(p); }
+};
+
+/// Plans for one size. The aligned pair is FFTW's fast path and needs both
+/// arrays to have the alignment of fftw_malloc'd memory; the unaligned pair
+/// (FFTW_UNALIGNED) accepts any element-aligned arrays.
+template <class Real>
+struct real_fft_plans {
+  typename fftw_api<Real>::plan forward_aligned = nullptr;
+  typename fftw_api<Real>::plan forward_unaligned = nullptr;
+  typename fftw_api<Real>::plan inverse_aligned = nullptr;
+  typename fftw_api<Real>::plan inverse_unaligned = nullptr;
+};
+
+/// FFTW_MEASURE times a few candidate algorithms once per size (milliseconds)
+/// and keeps the fastest for this machine; FFTW_ESTIMATE would only guess.
+/// The inverse keeps its input (FFTW_PRESERVE_INPUT), so callers may pass
+/// const spectra.
+template <class Real>
+real_fft_plans<Real> make_real_fft_plans(std::size_t size) {
+  using api = fftw_api<Real>;
+  const int n = static_cast<int>(size);
+  Real* real = api::alloc_real(size);
+  auto* complex = api::alloc_complex(size / 2 + 1);
+  if (real == nullptr || complex == nullptr) {
+    api::free(real);
+    api::free(complex);
+    throw izwi::error("FFT of size " + std::to_string(size) + ": out of memory for FFTW's planning buffers");
+  }
+  constexpr unsigned rigor = FFTW_MEASURE;
+  real_fft_plans<Real> plans;
+  plans.forward_aligned = api::plan_r2c(n, real, complex, rigor);
+  plans.forward_unaligned = api::plan_r2c(n, real, complex, rigor | FFTW_UNALIGNED);
+  plans.inverse_aligned = api::plan_c2r(n, complex, real, rigor | FFTW_PRESERVE_INPUT);
+  plans.inverse_unaligned = api::plan_c2r(n, complex, real, rigor | FFTW_PRESERVE_INPUT | FFTW_UNALIGNED);
+  api::free(real);
+  api::free(complex);
+  if (!plans.forward_aligned || !plans.forward_unaligned || !plans.inverse_aligned || !plans.inverse_unaligned) {
+    for (auto p : {plans.forward_aligned, plans.forward_unaligned, plans.inverse_aligned, plans.inverse_unaligned}) {
+      if (p) api::destroy(p);
+    }
+    throw izwi::error("FFTW could not plan a real FFT of size " + std::to_string(size));
+  }
+  return plans;
+}
+
+/// The cached plans for `size`, planning them on first use. The returned
+/// reference stays valid for the life of the process.
+template <class Real>
+const real_fft_plans<Real>& real_fft_plans_for(std::size_t size) {
+  static std::map<std::size_t, std::unique_ptr<real_fft_plans<Real>>> cache;
+  std::lock_guard lock(fftw_planner_mutex());
+  auto& slot = cache[size];
+  if (!slot) slot = std::make_unique<real_fft_plans<Real>>(make_real_fft_plans<Real>(size));
+  return *slot;
+}
+
+}  // namespace izwi::audio::detail
