@@ -55,4 +55,34 @@ inline std::optional<riff_data_shortfall> find_riff_data_shortfall(
   return std::nullopt;
 }
 
+/// The format tag of a RIFF/WAVE file's fmt chunk, or nullopt if there is
+/// none to be found. libsndfile answers an unknown tag with "Malformed 'fmt '
+/// chunk", which hides the real problem (a codec it lacks) from the user.
+inline std::optional<std::uint16_t> find_riff_format_tag(std::span<const std::byte> bytes) noexcept {
+  if (!has_tag(bytes, 0, "RIFF") || !has_tag(bytes, 8, "WAVE")) return std::nullopt;
+  std::size_t at = 12;
+  for (int guard = 0; guard < 4096 && at + 10 <= bytes.size(); ++guard) {
+    const std::uint32_t size = read_le32(bytes.data() + at + 4);
+    if (has_tag(bytes, at, "fmt "))
+      return static_cast<std::uint16_t>(static_cast<unsigned>(bytes[at + 8]) |
+                                        (static_cast<unsigned>(bytes[at + 9]) << 8));
+    const std::uint64_t next = static_cast<std::uint64_t>(at) + 8 + size + (size & 1u);
+    if (next > bytes.size()) return std::nullopt;
+    at = static_cast<std::size_t>(next);
+  }
+  return std::nullopt;
+}
+
+/// WAV format tags libsndfile decodes: PCM, MS ADPCM, IEEE float, A-law,
+/// µ-law, IMA ADPCM, GSM 6.10, G.721, MPEG, MPEG layer III, EXTENSIBLE.
+inline bool is_decodable_wav_format_tag(std::uint16_t tag) noexcept {
+  switch (tag) {
+    case 0x0001: case 0x0002: case 0x0003: case 0x0006: case 0x0007: case 0x0011:
+    case 0x0031: case 0x0040: case 0x0050: case 0x0055: case 0xFFFE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace izwi::audio::detail

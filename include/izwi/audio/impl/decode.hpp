@@ -240,6 +240,13 @@ inline decoded_audio decode(std::span<const std::byte> bytes, const decode_optio
                        "truncated WAV stream: the data chunk declares " +
                            std::to_string(shortfall->declared) + " bytes, the body holds " +
                            std::to_string(shortfall->present));
+  if (auto tag = detail::find_riff_format_tag(bytes); tag && !detail::is_decodable_wav_format_tag(*tag)) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%04x", static_cast<unsigned>(*tag));
+    throw decode_error(decode_problem::unsupported_codec,
+                       std::string("unsupported audio encoding: WAV format tag ") + hex +
+                           " (izwi reads PCM, float, A-law, mu-law, ADPCM, GSM 6.10 and MPEG in WAV)");
+  }
   detail::memory_source source{bytes};
   SF_INFO sf{};
   detail::sndfile_handle file(sf_open_virtual(detail::memory_source::io(), SFM_READ, &sf, &source));

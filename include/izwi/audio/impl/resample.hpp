@@ -34,10 +34,9 @@ inline std::size_t resampled_frames(std::size_t frames, std::uint32_t from_rate,
                                     std::uint32_t to_rate) {
   detail::check_sample_rate(from_rate);
   detail::check_sample_rate(to_rate);
-  // Exact integer rounding: frames * to / from, half up. 128-bit would be
-  // needed only past 2^44 frames (months of audio at 768 kHz).
-  const unsigned __int128 num = static_cast<unsigned __int128>(frames) * to_rate;
-  return static_cast<std::size_t>((num + from_rate / 2) / from_rate);
+  // round(frames * to / from) without overflow: split frames by from_rate.
+  const std::uint64_t whole = frames / from_rate, rest = frames % from_rate;
+  return static_cast<std::size_t>(whole * to_rate + (rest * to_rate + from_rate / 2) / from_rate);
 }
 
 inline std::vector<float> resample(std::span<const float> samples, std::uint32_t from_rate,
