@@ -1,0 +1,318 @@
+#pragma once
+// Bodies of detail::TokenBudgetScheduler (declared in
+// izwi/scheduler/detail/token_budget_scheduler.hpp).
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "izwi/core/error.hpp"
+#include "izwi/scheduler/detail/prefix_keys.hpp"
+
+namespace izwi::detail {
+
+inline std::uint64_t random_device_seed() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+template <class Q, class V>
+TokenBudgetScheduler<Q, V>::TokenBudgetScheduler(SchedulerConfig config)
+    : config_((config.validate(), std::move(config))),
+      seed_source_(config_.seed ? *config_.seed : random_device_seed()),
+      waiting_(config_) {}
+
+template <class Q, class V>
+void TokenBudgetScheduler<Q, V>::add(Request&& request) {
+  if (request.id == 0) throw invalid_argument("id", "request id must be non-zero (0 asks the engine to assign one)");
+  if (states_.contains(request.id))
+    throw invalid_argument("id", "request id " + std::to_string(request.id) + " is already in use");
+  if (request.prompt_tokens.empty()) throw invalid_argument("prompt_tokens", "prompt_tokens must not be empty");
+
+  auto state = std::make_unique<SequenceState>();
+  SequenceState& s = *state;
+  s.tokens = std::move(request.prompt_tokens);
+  request.prompt_tokens.clear();
+  s.num_prompt_tokens = s.tokens.size();
+  // Room for the output up front, so update() does not reallocate while decoding.
+  constexpr std::size_t reserve_cap = 4096;
+  s.tokens.reserve(s.tokens.size() + std::min<std::size_t>(request.sampling.max_tokens.value_or(0), reserve_cap));
+  s.prefix_keys = make_prefix_cache_keys(request);
+  s.rng.reseed(request.sampling.seed ? *request.sampling.seed : seed_source_());
+  s.status = RequestStatus::waiting;
+  s.request = std::move(request);
+
+  const RequestId id = s.request.id;
+  states_.emplace(id, std::move(state));
+  try {
+    waiting_.push(s);
+  } catch (...) {
+    states_.erase(id);
+    throw;
+  }
+  ++num_waiting_;
+}
+
+template <class Q, class V>
+template <class KV>
+AdmissionAdvice TokenBudgetScheduler<Q, V>::advice_of(KV& kv) {
+  if constexpr (PressureAwareKVCache<KV>) {
+    return kv.admission_advice();
+  } else {
+    (void)kv;
+    return AdmissionAdvice{};
+  }
+}
+
+template <class Q, class V>
+template <class KV>
+  requires KVCachePolicy<KV>
+const StepPlan& TokenBudgetScheduler<Q, V>::schedule(KV& kv) {
+  plan_.clear();
+  decisions_.clear();
+  planned_states_.clear();
+  preempted_this_step_ = false;
+  budget_ = config_.max_num_batched_tokens;
+  block_size_ = std::max<std::size_t>(kv.block_size(), 1);
+  total_blocks_ = kv.stats().num_blocks;
+
+  const AdmissionAdvice advice = advice_of(kv);
+  const std::size_t max_running = std::min(config_.max_num_seqs, advice.max_num_seqs);
+  while (running_.size() > max_running) preempt(victim_rule_(running_), kv);
+
+  const bool chunked = config_.enable_chunked_prefill;
+  const std::size_t chunk_cap = chunked && config_.long_prefill_token_threshold > 0
+                                    ? config_.long_prefill_token_threshold
+                                    : static_cast<std::size_t>(-1);
+
+  // Running requests first, in admission order.
+  std::size_t i = 0;
+  while (i < running_.size() && budget_ > 0) {
+    SequenceState& s = *running_[i];
+    const std::size_t lacking = s.tokens.size() - s.num_computed_tokens;
+    if (s.paused || lacking == 0) {
+      ++i;
+      continue;
+    }
+    const std::size_t num_new = std::min({lacking, budget_, chunk_cap});
+    bool scheduled = true;
+    bool stop_running = false;
+    while (!kv.allocate_slots(s.view(), s.num_computed_tokens, num_new, PrefixHit{})) {
+      if (can_never_fit(s)) {
+        fail(i, kv);
+        scheduled = false;
+        break;
+      }
+      const std::size_t victim = victim_rule_(running_);
+      if (running_[victim] == &s) {
+        preempt(victim, kv);
+        scheduled = false;
+        stop_running = true;
+        break;
+      }
+      preempt(victim, kv);  // gives back the victim's tokens if it was scheduled
+      if (victim < i) --i;
+    }
+    if (stop_running) break;
+    if (!scheduled) continue;  // running_[i] is now the next request
+    decisions_.push_back({&s, num_new});
+    budget_ -= num_new;
+    ++i;
+  }
+
+  // Then waiting requests, unless this step preempted or the cache says no.
+  if (!preempted_this_step_ && advice.admit_new_requests) {
+    while (budget_ > 0 && running_.size() < max_running) {
+      SequenceState* head = waiting_.front();
+      if (head == nullptr) break;
+      SequenceState& s = *head;
+      if (can_never_fit(s)) {
+        fail_waiting_head(s);
+        continue;
+      }
+      const PrefixHit hit = s.num_computed_tokens == 0 ? kv.find_cached_prefix(s.view()) : PrefixHit{};
+      const std::size_t computed = std::max(hit.num_tokens, s.num_computed_tokens);
+      std::size_t num_new = s.tokens.size() - computed;
+      if (chunked) {
+        num_new = std::min({num_new, budget_, chunk_cap});
+      } else if (num_new > config_.max_num_batched_tokens) {
+        fail_waiting_head(s);  // would never fit one step's budget
+        continue;
+      } else if (num_new > budget_) {
+        break;
+      }
+      if (!kv.allocate_slots(s.view(), computed, num_new, hit)) break;  // head-of-line: no skipping
+      waiting_.pop_front();
+      --num_waiting_;
+      s.num_computed_tokens = computed;
+      s.status = RequestStatus::running;
+      s.admission_order = ++next_admission_;
+      running_.push_back(&s);
+      decisions_.push_back({&s, num_new});
+      budget_ -= num_new;
+    }
+  }
+
+  build_plan(kv);
+  return plan_;
+}
+
+template <class Q, class V>
+template <class KV>
+void TokenBudgetScheduler<Q, V>::build_plan(KV& kv) {
+  const std::size_t block_size = block_size_;
+  for (const Decision& d : decisions_) {
+    SequenceState& s = *d.state;
+    const std::span<const BlockId> table = kv.block_table(s.id());
+    ScheduledSequence& seq = plan_.sequences.emplace_back();
+    seq.id = s.id();
+    seq.num_computed_tokens = s.num_computed_tokens;
+    seq.num_tokens = d.num_tokens;
+    seq.num_prompt_tokens = s.num_prompt_tokens;
+    seq.tokens = s.tokens;
+    seq.block_table = table;
+    seq.slot_offset = plan_.slot_mapping.size();
+    seq.samples = s.num_computed_tokens + d.num_tokens == s.tokens.size();
+    seq.sampling = &s.request.sampling;
+    seq.rng = &s.rng;
+    seq.task = s.request.task;
+    seq.audio = s.request.audio.get();
+
+    // One slot per token, a block's run at a time: block * B + offset.
+    std::size_t position = s.num_computed_tokens;
+    const std::size_t end = position + d.num_tokens;
+    while (position < end) {
+      const std::size_t offset = position % block_size;
+      const std::size_t run = std::min(block_size - offset, end - position);
+      const std::int64_t first = static_cast<std::int64_t>(table[position / block_size]) *
+                                     static_cast<std::int64_t>(block_size) +
+                                 static_cast<std::int64_t>(offset);
+      for (std::size_t k = 0; k < run; ++k) plan_.slot_mapping.push_back(first + static_cast<std::int64_t>(k));
+      position += run;
+    }
+    plan_.num_scheduled_tokens += d.num_tokens;
+    planned_states_.push_back(&s);
+  }
+}
+
+template <class Q, class V>
+template <class KV>
+  requires KVCachePolicy<KV>
+void TokenBudgetScheduler<Q, V>::update(const StepResult& result, [[maybe_unused]] KV& kv) {
+  const std::size_t n = planned_states_.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (SequenceState* s = planned_states_[i]) s->num_computed_tokens += plan_.sequences[i].num_tokens;
+
+  // Outputs come in plan order, so one forward walk pairs them with sequences.
+  std::size_t cursor = 0;
+  for (const SequenceOutput& out : result.outputs) {
+    std::size_t at = cursor;
+    while (at < n && plan_.sequences[at].id != out.id) ++at;
+    if (at == n) continue;  // not in the last plan: ignore
+    cursor = at + 1;
+    if (SequenceState* s = planned_states_[at]; s != nullptr && plan_.sequences[at].samples)
+      s->tokens.push_back(out.token);
+  }
+  planned_states_.clear();  // a second update() for the same plan changes nothing
+}
+
+template <class Q, class V>
+template <class KV>
+  requires KVCachePolicy<KV>
+bool TokenBudgetScheduler<Q, V>::finish(RequestId id, [[maybe_unused]] FinishReason reason, KV& kv) {
+  const auto it = states_.find(id);
+  if (it == states_.end()) return false;
+  SequenceState& s = *it->second;
+  if (s.status == RequestStatus::running) {
+    kv.free(id);
+    running_.erase(std::find(running_.begin(), running_.end(), &s));
+  } else {
+    if (!s.paused) waiting_.erase(s);
+    --num_waiting_;
+  }
+  std::replace(planned_states_.begin(), planned_states_.end(), &s, static_cast<SequenceState*>(nullptr));
+  s.status = RequestStatus::finished;
+  states_.erase(it);
+  return true;
+}
+
+template <class Q, class V>
+void TokenBudgetScheduler<Q, V>::set_paused(RequestId id, bool paused) {
+  const auto it = states_.find(id);
+  if (it == states_.end()) return;
+  SequenceState& s = *it->second;
+  if (s.paused == paused) return;
+  if (s.status == RequestStatus::waiting || s.status == RequestStatus::preempted) {
+    // Out of the queue while paused, so the head is always admissible;
+    // back under the same key when resumed, so the place is kept.
+    if (paused)
+      waiting_.erase(s);
+    else
+      waiting_.push(s);
+  }
+  s.paused = paused;
+}
+
+template <class Q, class V>
+const SequenceState* TokenBudgetScheduler<Q, V>::find(RequestId id) const noexcept {
+  const auto it = states_.find(id);
+  return it == states_.end() ? nullptr : it->second.get();
+}
+
+template <class Q, class V>
+template <class KV>
+void TokenBudgetScheduler<Q, V>::preempt(std::size_t running_index, KV& kv) {
+  SequenceState& s = *running_[running_index];
+  kv.free(s.id());
+  drop_decision(s);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  s.num_computed_tokens = 0;
+  s.status = RequestStatus::preempted;
+  ++s.num_preemptions;
+  ++num_preemptions_;
+  if (!s.paused) waiting_.push(s);  // original key: resumes ahead of later arrivals
+  ++num_waiting_;
+  plan_.preempted.push_back(s.id());
+  preempted_this_step_ = true;
+}
+
+template <class Q, class V>
+template <class KV>
+void TokenBudgetScheduler<Q, V>::fail(std::size_t running_index, KV& kv) {
+  SequenceState& s = *running_[running_index];
+  const RequestId id = s.id();
+  kv.free(id);
+  drop_decision(s);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  plan_.failed.push_back(id);
+  states_.erase(id);
+}
+
+template <class Q, class V>
+void TokenBudgetScheduler<Q, V>::fail_waiting_head(SequenceState& s) {
+  const RequestId id = s.id();
+  waiting_.pop_front();
+  --num_waiting_;
+  plan_.failed.push_back(id);
+  states_.erase(id);
+}
+
+template <class Q, class V>
+bool TokenBudgetScheduler<Q, V>::can_never_fit(const SequenceState& s) const noexcept {
+  const std::size_t blocks_needed = (s.tokens.size() + block_size_ - 1) / block_size_;
+  return blocks_needed > total_blocks_;
+}
+
+template <class Q, class V>
+void TokenBudgetScheduler<Q, V>::drop_decision(const SequenceState& s) noexcept {
+  for (auto it = decisions_.begin(); it != decisions_.end(); ++it) {
+    if (it->state == &s) {
+      budget_ += it->num_tokens;
+      decisions_.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace izwi::detail
