@@ -368,6 +368,26 @@ TEST_CASE("lazy eviction: a freed cached block is revived by a hit and loses its
   REQUIRE(kv.check_invariants().empty());
 }
 
+TEST_CASE("a stale hit (its blocks reused since the lookup) is refused", "[kv_cache][prefix]") {
+  Cache kv(small_shape, blocks(3));
+  auto a = make_sequence(1, token_run(9));
+  admit(kv, a);
+  kv.free(1);  // blocks 1 and 2 cached and free
+  auto b = make_sequence(2, token_run(9));
+  const PrefixHit hit = kv.find_cached_prefix(b.view());
+  REQUIRE(hit.num_tokens == 8);
+  const std::vector<BlockId> hit_blocks(hit.blocks.begin(), hit.blocks.end());
+  // Against the contract, another allocation runs between lookup and use and
+  // takes every block, evicting the hit's blocks.
+  auto c = make_sequence(3, token_run(12, 6000));
+  REQUIRE(kv.allocate_slots(c.view(), 0, 12, {}));
+  kv.free(3);  // c's blocks are now cached under c's keys
+  const PrefixHit stale{8, hit_blocks};
+  REQUIRE_FALSE(kv.allocate_slots(b.view(), 8, 1, stale));
+  REQUIRE(kv.block_table(2).empty());
+  REQUIRE(kv.check_invariants().empty());
+}
+
 TEST_CASE("the free list is LRU and sequences are freed tail first", "[kv_cache][eviction]") {
   Cache kv(small_shape, blocks(6, false));
   auto a = make_sequence(1, token_run(12));

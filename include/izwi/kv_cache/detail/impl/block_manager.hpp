@@ -62,7 +62,8 @@ inline void BlockManager::extend_hashes(std::vector<Hash128>& hashes, std::size_
 
 inline PrefixHit BlockManager::find_cached_prefix(const SequenceView& seq) {
   hit_scratch_.clear();
-  const PrefixCacheKeys& keys = keys_of(seq);
+  SequenceBlocks* existing = find(seq.id);
+  const PrefixCacheKeys& keys = existing ? existing->keys : keys_of(seq);
   if (!caches(keys)) return {};
   const std::size_t n = seq.tokens.size();
   queries_ += n;
@@ -71,8 +72,8 @@ inline PrefixHit BlockManager::find_cached_prefix(const SequenceView& seq) {
   const std::size_t max_blocks = (n - 1) / block_size_;
 
   std::vector<Hash128>* hashes;
-  if (SequenceBlocks* s = find(seq.id)) {
-    hashes = &s->hashes;
+  if (existing) {
+    hashes = &existing->hashes;
   } else {
     if (!memo_.valid || memo_.id != seq.id || !block_manager_detail::same_keys(memo_.keys, keys)) {
       memo_.id = seq.id;
@@ -102,11 +103,15 @@ inline bool BlockManager::allocate_slots(const SequenceView& seq, std::size_t nu
   const std::size_t adopt = (s == nullptr && hit.num_tokens > 0) ? hit.blocks.size() : 0;
 
   // Check everything before touching anything, so a refusal has no side effects.
+  // A hit is only valid until the next call on the cache; a stale one (a block
+  // evicted, or re-keyed to other content, since the lookup) is refused.
+  const bool memo_matches =
+      memo_.valid && memo_.id == seq.id && block_manager_detail::same_keys(memo_.keys, keys_of(seq));
   std::size_t reviving = 0;
   for (std::size_t i = 0; i < adopt; ++i) {
     const BlockId b = hit.blocks[i];
-    // A hit is only valid until the next call on the cache; a stale one is refused.
     if (b == null_block || b > pool_.num_usable_blocks() || !pool_.has_hash(b)) return false;
+    if (memo_matches && i < memo_.hashes.size() && !(memo_.hashes[i] == pool_.hash(b))) return false;
     if (pool_.ref_count(b) == 0) ++reviving;
   }
   const std::size_t needed = std::max(total / block_size_ + (total % block_size_ != 0), have + adopt);
@@ -116,13 +121,14 @@ inline bool BlockManager::allocate_slots(const SequenceView& seq, std::size_t nu
   if (s == nullptr) {
     const PrefixCacheKeys& keys = keys_of(seq);
     s = &create(seq.id, keys);
-    if (memo_.valid && memo_.id == seq.id && block_manager_detail::same_keys(memo_.keys, keys)) {
+    if (memo_matches) {
+      // The lookup's keys move into the table; the memo is done with this sequence.
       s->hashes.swap(memo_.hashes);
       memo_.hashes.clear();
+      memo_.valid = false;
     } else {
       s->hashes.clear();
     }
-    memo_.valid = false;
     s->blocks.reserve(needed);
     for (std::size_t i = 0; i < adopt; ++i) {
       pool_.acquire(hit.blocks[i]);
