@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <random>
 
 using izwi::models::SileroVad;
 
@@ -90,4 +92,34 @@ TEST_CASE("Silero VAD: weights with a wrong shape are refused naming the tensor"
   }
   const auto bad = izwi::io::SafetensorsFile::from_bytes(izwi::io::serialize_safetensors(tensors), "bad_silero.safetensors");
   CHECK_THROWS_WITH(SileroVad::load(bad), Catch::Contains("model.encoder.3.reparam_conv.weight") && Catch::Contains("shape"));
+}
+
+TEST_CASE("Silero VAD: the FFT path gives the basis product's magnitudes", "[silero]") {
+  // load() swaps the 258 x 256 basis product for an FFT after checking the
+  // basis is a windowed DFT; both must give the same spectrum.
+  const auto file = izwi::io::SafetensorsFile::open(vad_test::silero_weights());
+  izwi::models::detail::SileroVadWeights weights;
+  weights.stft_basis = file.to_f32("model.stft.forward_basis_buffer");
+  REQUIRE(izwi::models::detail::silero_basis_is_windowed_dft(weights.stft_basis));
+  const izwi::models::detail::SileroFft fft(weights.stft_basis.data());
+  auto state = std::make_unique<izwi::models::detail::SileroVadState>();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& x : state->input) x = u(rng);
+  izwi::models::detail::silero_stft_by_basis(weights, *state);
+  double worst = 0, largest = 0;
+  std::array<float, 129> magnitude;
+  for (std::size_t t = 0; t < 4; ++t) {
+    fft.magnitude(state->input.data() + t * 128, magnitude.data());
+    for (std::size_t k = 0; k < 129; ++k) {
+      const float by_basis = state->magnitude[(t + 1) * 129 + k];
+      worst = std::max(worst, static_cast<double>(std::abs(by_basis - magnitude[k])));
+      largest = std::max(largest, static_cast<double>(by_basis));
+    }
+  }
+  CHECK(largest > 1.0);
+  CHECK(worst < 1e-4);
+  // A basis that is not a windowed DFT keeps the product.
+  weights.stft_basis[1000] += 0.01f;
+  CHECK_FALSE(izwi::models::detail::silero_basis_is_windowed_dft(weights.stft_basis));
 }

@@ -10,9 +10,13 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <complex>
 #include <cstddef>
+#include <cstdint>
+#include <numbers>
 #include <vector>
 
 namespace izwi::models::detail {
@@ -35,8 +39,60 @@ struct SileroConv {
   std::vector<float> bias;    ///< [out]
 };
 
+/// A 256-point FFT of windowed frames. The published STFT basis is a
+/// windowed DFT (row k = w[n] cos(2 pi k n / 256), then -w[n] sin(...)); when
+/// load() confirms that, the FFT gives the same spectrum with ~1/10 of the
+/// arithmetic of the 258 x 256 product.
+struct SileroFft {
+  std::array<float, silero_fft> window{};
+  std::array<std::complex<float>, silero_fft / 2> twiddle{};  ///< exp(-2 pi i k / 256)
+  std::array<std::uint8_t, silero_fft> bit_reversed{};
+
+  explicit SileroFft(const float* window_taps = nullptr) {
+    for (std::size_t n = 0; n < silero_fft; ++n) {
+      window[n] = window_taps ? window_taps[n] : 0.0f;
+      std::uint32_t r = 0;
+      for (std::uint32_t b = 0; b < 8; ++b) r |= ((static_cast<std::uint32_t>(n) >> b) & 1u) << (7 - b);
+      bit_reversed[n] = static_cast<std::uint8_t>(r);
+    }
+    for (std::size_t k = 0; k < silero_fft / 2; ++k) {
+      const double angle = -2.0 * std::numbers::pi * static_cast<double>(k) / silero_fft;
+      twiddle[k] = {static_cast<float>(std::cos(angle)), static_cast<float>(std::sin(angle))};
+    }
+  }
+
+  /// Magnitudes |X[k]|, k = 0..128, of the windowed 256 samples at `frame`.
+  /// Complex products are written out: std::complex's operator* and abs go
+  /// through NaN-careful library calls (__mulsc3, hypot) that cost more than
+  /// the whole transform.
+  void magnitude(const float* frame, float* out) const noexcept {
+    std::array<float, silero_fft> re, im;
+    for (std::size_t n = 0; n < silero_fft; ++n) {
+      re[bit_reversed[n]] = frame[n] * window[n];
+      im[bit_reversed[n]] = 0.0f;
+    }
+    for (std::size_t half = 1, stride = silero_fft / 2; half < silero_fft; half *= 2, stride /= 2) {
+      for (std::size_t start = 0; start < silero_fft; start += 2 * half) {
+        for (std::size_t j = 0; j < half; ++j) {
+          const float wr = twiddle[j * stride].real(), wi = twiddle[j * stride].imag();
+          const std::size_t a = start + j, b = a + half;
+          const float tr = wr * re[b] - wi * im[b];
+          const float ti = wr * im[b] + wi * re[b];
+          re[b] = re[a] - tr;
+          im[b] = im[a] - ti;
+          re[a] += tr;
+          im[a] += ti;
+        }
+      }
+    }
+    for (std::size_t k = 0; k < silero_bins; ++k) out[k] = std::sqrt(re[k] * re[k] + im[k] * im[k]);
+  }
+};
+
 struct SileroVadWeights {
   std::vector<float> stft_basis;       ///< [2 * bins][256]: real rows, then imaginary rows
+  bool stft_is_windowed_dft = false;   ///< use `fft` instead of stft_basis
+  SileroFft fft;
   std::array<SileroConv, 4> encoder;   ///< 129->128 s1, 128->64 s2, 64->64 s2, 64->128 s1
   std::vector<float> lstm_weight;      ///< [512][256]: row g is [W_ih[g] | W_hh[g]]
   std::vector<float> lstm_bias;        ///< [512]: b_ih + b_hh
@@ -67,14 +123,21 @@ inline void dot_rows(const float* weights, std::size_t rows, std::size_t length,
   constexpr std::size_t lanes = batch::size;
   const std::size_t vector_end = length - length % lanes;
   for (std::size_t r0 = 0; r0 < rows; r0 += R) {
+    // The small R x N loops are unrolled by hand (pragma) so the
+    // accumulators live in registers at -O2 too.
     batch acc[R][N];
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
       for (std::size_t c = 0; c < N; ++c) acc[r][c] = batch(0.0f);
     for (std::size_t k = 0; k < vector_end; k += lanes) {
       batch x[N];
+#pragma GCC unroll 8
       for (std::size_t c = 0; c < N; ++c) x[c] = batch::load_unaligned(columns[c] + k);
+#pragma GCC unroll 8
       for (std::size_t r = 0; r < R; ++r) {
         const batch w = batch::load_unaligned(weights + (r0 + r) * length + k);
+#pragma GCC unroll 8
         for (std::size_t c = 0; c < N; ++c) acc[r][c] = xsimd::fma(w, x[c], acc[r][c]);
       }
     }
@@ -102,13 +165,9 @@ inline void silero_conv_relu(const SileroConv& conv, const float* padded_in, flo
 
 inline float silero_sigmoid(float x) noexcept { return 1.0f / (1.0f + std::exp(-x)); }
 
-/// Runs one window: state.input holds context | window; returns the speech
-/// probability and updates h, c and the context.
-inline float silero_forward(const SileroVadWeights& w, SileroVadState& s) noexcept {
-  // Reflection padding on the right, edge sample not repeated (torch 'reflect').
-  for (std::size_t j = 1; j <= silero_reflect; ++j) s.input[silero_input - 1 + j] = s.input[silero_input - 1 - j];
-
-  // STFT as a convolution: 258 basis rows x 4 frames at hop 128.
+/// The STFT as the graph computes it: 258 basis rows x 4 frames at hop 128,
+/// then the magnitude.
+inline void silero_stft_by_basis(const SileroVadWeights& w, SileroVadState& s) noexcept {
   std::array<const float*, silero_frames> frames;
   for (std::size_t t = 0; t < silero_frames; ++t) frames[t] = s.input.data() + t * silero_hop;
   dot_rows<1, silero_frames, false>(w.stft_basis.data(), 2 * silero_bins, silero_fft, frames, nullptr, s.spectrum.data(),
@@ -121,6 +180,37 @@ inline float silero_forward(const SileroVadWeights& w, SileroVadState& s) noexce
       magnitude[f] = std::sqrt(re * re + im * im);
     }
   }
+}
+
+/// Whether basis rows are window x DFT (within float rounding); the window is
+/// read from row 0 (cos 0 = 1).
+inline bool silero_basis_is_windowed_dft(const std::vector<float>& basis) {
+  double largest = 0, worst = 0;
+  for (std::size_t k = 0; k < silero_bins; ++k) {
+    for (std::size_t n = 0; n < silero_fft; ++n) {
+      const double angle = 2.0 * std::numbers::pi * static_cast<double>((k * n) % silero_fft) / silero_fft;
+      const double window = basis[n];
+      const double re = basis[k * silero_fft + n], im = basis[(silero_bins + k) * silero_fft + n];
+      worst = std::max({worst, std::abs(re - window * std::cos(angle)), std::abs(im + window * std::sin(angle))});
+      largest = std::max(largest, std::abs(window));
+    }
+  }
+  return largest > 0 && worst <= 1e-6 * largest;
+}
+
+/// Runs one window: state.input holds context | window; returns the speech
+/// probability and updates h, c and the context.
+inline float silero_forward(const SileroVadWeights& w, SileroVadState& s) noexcept {
+  // Reflection padding on the right, edge sample not repeated (torch 'reflect').
+  for (std::size_t j = 1; j <= silero_reflect; ++j) s.input[silero_input - 1 + j] = s.input[silero_input - 1 - j];
+
+  if (w.stft_is_windowed_dft) {
+    for (std::size_t t = 0; t < silero_frames; ++t)
+      w.fft.magnitude(s.input.data() + t * silero_hop, s.magnitude.data() + (t + 1) * silero_bins);
+  } else {
+    silero_stft_by_basis(w, s);
+  }
+
 
   silero_conv_relu<4>(w.encoder[0], s.magnitude.data(), s.enc0.data() + 128);
   silero_conv_relu<2>(w.encoder[1], s.enc0.data(), s.enc1.data() + 64);

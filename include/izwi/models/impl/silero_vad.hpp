@@ -36,6 +36,8 @@ inline SileroVad SileroVad::load(const io::SafetensorsFile& file) {
   using namespace detail;
   auto weights = std::make_shared<SileroVadWeights>();
   weights->stft_basis = file.to_f32("model.stft.forward_basis_buffer", {2 * silero_bins, 1, silero_fft});
+  weights->stft_is_windowed_dft = silero_basis_is_windowed_dft(weights->stft_basis);
+  if (weights->stft_is_windowed_dft) weights->fft = SileroFft(weights->stft_basis.data());
   weights->encoder[0] = load_silero_conv(file, 0, silero_bins, 128, 1);
   weights->encoder[1] = load_silero_conv(file, 1, 128, 64, 2);
   weights->encoder[2] = load_silero_conv(file, 2, 64, 64, 2);
