@@ -8,8 +8,9 @@
 #   main   Release. Builds everything: tests, the header self-containment check,
 #          examples and benchmarks (compiled, not run). Runs every test.
 #   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
-#          (target izwi-tests). Runs every test except those labelled `slow`
-#          (too long under a sanitizer) and `install` (packaging: sanitizers change nothing).
+#          (target izwi-tests). Runs every test except those labelled `slow` (too
+#          long under a sanitizer), `install` and `compile-fail` (packaging and
+#          compile-time diagnostics: sanitizer flags change nothing there).
 #   tsan   -DIZWI_SANITIZE=thread, -O1, -DIZWI_TEST_ONLY_LABELS=threads: only the
 #          test executables labelled `threads` are even configured; runs label `threads`.
 #
@@ -73,7 +74,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
 declare -A describe=(
   [main]="Release: all tests, header check, examples, benchmarks built"
-  [asan]="address,undefined: all tests but slow/install"
+  [asan]="address,undefined: all but slow/install/compile-fail"
   [tsan]="thread: tests labelled threads"
 )
 declare -A result build_time test_time
@@ -94,7 +95,7 @@ run_config() {
                   -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
                   -DIZWI_TEST_ONLY_LABELS=)
       target=(--target izwi-tests)
-      ctest_args=(-LE '^(slow|install)$')
+      ctest_args=(-LE '^(slow|install|compile-fail)$')
       ;;
     tsan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=thread -DIZWI_BUILD_TESTS=ON
