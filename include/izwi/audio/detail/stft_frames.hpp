@@ -39,8 +39,20 @@ bool windowed_frame(std::span<const float> signal, std::size_t logical_length, s
   const float* x = signal.data();
   const W* w = window.data();
   if (start >= 0 && end <= n) {
-    const float* src = x + start;
-    for (std::size_t j = 0; j < n_fft; ++j) frame[j] = w[j] * static_cast<W>(src[j]);
+    // Interior frame, the common case. Unrolled by four over __restrict
+    // pointers (the frame never aliases the signal or window) so that GCC's
+    // and Clang's straight-line vectoriser turns it into SIMD even at -O2.
+    const float* __restrict src = x + start;
+    const W* __restrict win = w;
+    W* __restrict dst = frame;
+    std::size_t j = 0;
+    for (; j + 4 <= n_fft; j += 4) {
+      dst[j] = win[j] * static_cast<W>(src[j]);
+      dst[j + 1] = win[j + 1] * static_cast<W>(src[j + 1]);
+      dst[j + 2] = win[j + 2] * static_cast<W>(src[j + 2]);
+      dst[j + 3] = win[j + 3] * static_cast<W>(src[j + 3]);
+    }
+    for (; j < n_fft; ++j) dst[j] = win[j] * static_cast<W>(src[j]);
     return true;
   }
   if (n == 0) return false;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include <izwi/audio/detail/log_mel_kernels.hpp>
 #include <izwi/audio/detail/stft_frames.hpp>
 #include <izwi/audio/window.hpp>
 #include <izwi/core/error.hpp>
@@ -172,31 +173,39 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
 
   fft_buffer<double> frame(whisper_n_fft);
   fft_buffer<std::complex<double>> bins(fft_.bins());
-  fft_buffer<double> power(fft_.bins());
-  std::vector<double> energies(mels);
+  std::vector<float> power(fft_.bins());
+  // Mel energies of a tile of consecutive frames, [n_mels][tile_frames], so
+  // each output row receives a contiguous run per tile instead of one
+  // scattered float per frame.
+  constexpr std::size_t tile_frames = 16;
+  std::vector<float> tile(mels * tile_frames);
+  std::vector<float> energies(mels);
   constexpr std::ptrdiff_t half_window = whisper_n_fft / 2;
-  // log10 of the 1e-10 floor: what every mel value of a frame of padding becomes.
-  constexpr float log_floor = -10.0f;
-  float max_log = log_floor;
-  for (std::size_t t = 0; t < n_frames; ++t) {
-    const std::ptrdiff_t start = static_cast<std::ptrdiff_t>(t * whisper_hop_length) - half_window;
-    if (!detail::windowed_frame<double>(signal, logical_length, start, true, window_, frame.data())) {
-      for (std::size_t m = 0; m < mels; ++m) out[m * n_frames + t] = log_floor;
-      continue;
+  for (std::size_t tile_start = 0; tile_start < n_frames; tile_start += tile_frames) {
+    const std::size_t tile_count = std::min(tile_frames, n_frames - tile_start);
+    for (std::size_t i = 0; i < tile_count; ++i) {
+      const std::size_t t = tile_start + i;
+      const std::ptrdiff_t start = static_cast<std::ptrdiff_t>(t * whisper_hop_length) - half_window;
+      if (detail::windowed_frame<double>(signal, logical_length, start, true, window_, frame.data())) {
+        fft_.forward(frame.span(), bins.span());
+        // The FFT needed double (see fft.hpp); its power, a sum of squares,
+        // keeps its relative precision in float.
+        detail::power_to_float(reinterpret_cast<const double*>(bins.data()), power.data(), power.size());
+        filterbank_.apply<float>(power, energies);
+      } else {
+        std::fill(energies.begin(), energies.end(), 0.0f);  // a frame of padding zeros
+      }
+      for (std::size_t m = 0; m < mels; ++m) tile[m * tile_frames + i] = energies[m];
     }
-    fft_.forward(frame.span(), bins.span());
-    for (std::size_t k = 0; k < bins.size(); ++k) power[k] = std::norm(bins[k]);
-    filterbank_.apply<double>(power.span(), energies);
     for (std::size_t m = 0; m < mels; ++m) {
-      const float log_energy = std::log10(std::max(static_cast<float>(energies[m]), 1e-10f));
-      max_log = std::max(max_log, log_energy);
-      out[m * n_frames + t] = log_energy;
+      std::copy_n(tile.data() + m * tile_frames, tile_count, out.data() + m * n_frames + tile_start);
     }
   }
 
-  // Keep the top 8 decades (80 dB) below the loudest value; map roughly into [-1, 1].
-  const float floor_log = max_log - 8.0f;
-  for (float& v : out) v = (std::max(v, floor_log) + 4.0f) / 4.0f;
+  // log10 with Whisper's 1e-10 floor, then keep the top 8 decades (80 dB)
+  // below the loudest value and map roughly into [-1, 1]: (x + 4) / 4.
+  const float max_log = detail::log10_with_floor(out.data(), out.size(), 1e-10f);
+  detail::clamp_shift_scale(out.data(), out.size(), max_log - 8.0f, 4.0f, 0.25f);
 }
 
 inline log_mel_spectrogram whisper_log_mel_spectrogram(std::span<const float> samples_16k, std::size_t n_mels,
