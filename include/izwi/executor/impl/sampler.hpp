@@ -1,0 +1,150 @@
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace izwi {
+
+inline void Sampler::apply_penalties(std::span<float> logits, const SamplingInput& input) {
+  const SamplingParams& p = *input.params;
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool additive = p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  if (!repetition && !additive) return;
+  const auto vocab = static_cast<TokenId>(logits.size());
+  if (counts_.size() < logits.size()) counts_.assign(logits.size(), 0);
+  touched_.clear();
+  // Output counts drive frequency/presence; prompt tokens count only for repetition.
+  for (TokenId t : input.output_tokens) {
+    if (t < 0 || t >= vocab) continue;
+    if (counts_[static_cast<std::size_t>(t)]++ == 0) touched_.push_back(t);
+  }
+  if (repetition) {
+    auto penalise = [&](TokenId t) {
+      float& l = logits[static_cast<std::size_t>(t)];
+      l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+    };
+    // Each distinct token once: mark prompt tokens with a high bit in counts_.
+    constexpr std::uint32_t seen = 1u << 31;
+    for (TokenId t : touched_) {
+      penalise(t);
+      counts_[static_cast<std::size_t>(t)] |= seen;
+    }
+    for (TokenId t : input.prompt_tokens) {
+      if (t < 0 || t >= vocab) continue;
+      std::uint32_t& c = counts_[static_cast<std::size_t>(t)];
+      if (c & seen) continue;
+      if (c == 0) touched_.push_back(t);
+      c |= seen;
+      penalise(t);
+    }
+    for (TokenId t : touched_) counts_[static_cast<std::size_t>(t)] &= ~seen;
+  }
+  for (TokenId t : touched_) {
+    const std::uint32_t count = counts_[static_cast<std::size_t>(t)];
+    if (count > 0)
+      logits[static_cast<std::size_t>(t)] -= p.frequency_penalty * static_cast<float>(count) + p.presence_penalty;
+    counts_[static_cast<std::size_t>(t)] = 0;
+  }
+}
+
+inline void Sampler::log_softmax_top(std::span<const float> logits, TokenId chosen, std::uint32_t n,
+                                     SampledToken& out, std::vector<TokenLogprob>* top) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max));
+  const float log_z = max + static_cast<float>(std::log(sum));
+  out.logprob = logits[static_cast<std::size_t>(chosen)] - log_z;
+  if (!top || n == 0) return;
+  candidates_.clear();
+  for (std::size_t i = 0; i < logits.size(); ++i) candidates_.emplace_back(logits[i], static_cast<TokenId>(i));
+  n = std::min<std::uint32_t>(n, static_cast<std::uint32_t>(candidates_.size()));
+  std::partial_sort(candidates_.begin(), candidates_.begin() + n, candidates_.end(), std::greater<>());
+  for (std::uint32_t i = 0; i < n; ++i) top->push_back({candidates_[i].second, candidates_[i].first - log_z});
+}
+
+inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput& input,
+                                    std::vector<TokenLogprob>* top_logprobs) {
+  const SamplingParams& p = *input.params;
+  const auto vocab = static_cast<TokenId>(logits.size());
+  SampledToken out;
+
+  // 1. Raw logprobs are taken before anything changes the logits; the chosen
+  //    token is not known yet, so keep a copy only when they are wanted.
+  const bool want_logprobs = p.logprobs.has_value();
+  std::vector<float>* raw = nullptr;
+  if (want_logprobs) {
+    raw_.assign(logits.begin(), logits.end());
+    raw = &raw_;
+  }
+
+  // 2. min_tokens hides the ways to stop.
+  if (input.output_tokens.size() < p.min_tokens) {
+    constexpr float masked = -std::numeric_limits<float>::infinity();
+    for (TokenId t : input.eos_token_ids)
+      if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
+    for (TokenId t : p.stop_token_ids)
+      if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
+  }
+
+  // 3. Penalties.
+  apply_penalties(logits, input);
+
+  // 4. Greedy.
+  if (p.is_greedy()) {
+    out.token = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  } else {
+    // 5. Temperature, then the candidates worth sorting.
+    const float inv_t = 1.0f / p.temperature;
+    float max = -std::numeric_limits<float>::infinity();
+    for (float& l : logits) {
+      l *= inv_t;
+      max = std::max(max, l);
+    }
+    const float floor = max - negligible_logit_gap;
+    candidates_.clear();
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      if (logits[i] >= floor) candidates_.emplace_back(logits[i], static_cast<TokenId>(i));
+    std::sort(candidates_.begin(), candidates_.end(), std::greater<>());
+    // Probabilities relative to the top token (exp(0) = 1 for it).
+    for (auto& candidate : candidates_) candidate.first = std::exp(candidate.first - max);
+    std::size_t keep = candidates_.size();
+    if (p.min_p > 0.0f) {  // prob_i / prob_max < min_p, the top token's relative prob being 1
+      std::size_t k = 1;
+      while (k < keep && candidates_[k].first >= p.min_p) ++k;
+      keep = k;
+    }
+    if (p.top_k > 0) keep = std::min(keep, static_cast<std::size_t>(p.top_k));
+    double kept = 0.0;
+    for (std::size_t i = 0; i < keep; ++i) kept += candidates_[i].first;
+    if (p.top_p < 1.0f) {
+      // Smallest prefix whose probability (renormalised over what is kept) reaches top_p.
+      const double target = static_cast<double>(p.top_p) * kept;
+      double running = 0.0;
+      std::size_t k = 0;
+      while (k < keep) {
+        running += candidates_[k].first;
+        ++k;
+        if (running >= target) break;
+      }
+      keep = k;
+      kept = running;
+    }
+    double u = static_cast<double>(input.rng->uniform_float()) * kept;
+    out.token = candidates_[keep - 1].second;
+    for (std::size_t i = 0; i < keep; ++i) {
+      u -= candidates_[i].first;
+      if (u < 0.0) {
+        out.token = candidates_[i].second;
+        break;
+      }
+    }
+  }
+
+  if (raw) log_softmax_top(*raw, out.token, *p.logprobs, out, top_logprobs);
+  return out;
+}
+
+}  // namespace izwi

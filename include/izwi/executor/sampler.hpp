@@ -1,0 +1,73 @@
+#pragma once
+// Sampler: turns one sequence's logits into its next token, in vLLM's order
+// and with vLLM's semantics, so a request means the same thing here:
+//
+//   1. logprobs, when asked for, of the raw logits (vLLM's default "raw_logprobs")
+//   2. min_tokens: EOS and stop_token_ids masked until that many tokens exist
+//   3. penalties: repetition (prompt and output; divides positive logits,
+//      multiplies negative ones), frequency (minus f × count in the output),
+//      presence (minus p once for every token in the output)
+//   4. greedy (temperature 0): argmax of the processed logits, no generator
+//   5. otherwise logits / temperature, then min_p (drop tokens whose
+//      probability is below min_p × the top one's), top_k, top_p (the smallest
+//      set reaching top_p), and a draw from the request's own generator
+//
+// The sampler keeps scratch buffers, so one sampler per executor thread
+// allocates nothing per token in steady state.
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "izwi/core/ids.hpp"
+#include "izwi/core/random.hpp"
+#include "izwi/core/sampling_params.hpp"
+#include "izwi/core/step.hpp"
+
+namespace izwi {
+
+/// What the sampler needs to know about the sequence besides its logits.
+struct SamplingInput {
+  const SamplingParams* params = nullptr;
+  std::span<const TokenId> prompt_tokens;
+  std::span<const TokenId> output_tokens;
+  /// The model's end-of-sequence ids (masked while min_tokens is unmet).
+  std::span<const TokenId> eos_token_ids;
+  SequenceRng* rng = nullptr;
+};
+
+struct SampledToken {
+  TokenId token = -1;
+  /// Log-probability of `token` under the raw logits (when logprobs were asked for).
+  float logprob = 0.0f;
+};
+
+class Sampler {
+ public:
+  /// Samples from `logits` (one entry per vocabulary id), which it modifies in
+  /// place. When the request asks for logprobs, appends its top-N raw
+  /// log-probabilities to `top_logprobs` (most likely first).
+  SampledToken sample(std::span<float> logits, const SamplingInput& input,
+                      std::vector<TokenLogprob>* top_logprobs = nullptr);
+
+  /// Tokens whose temperature-scaled logit lies this far below the maximum
+  /// carry less than e^-30 of the top token's probability each; even summed over a
+  /// 152k vocabulary (< 2e-8) they cannot change a top-p set or a draw, so
+  /// sorting skips them. This is what keeps top-p over a large vocabulary cheap.
+  static constexpr float negligible_logit_gap = 30.0f;
+
+ private:
+  void apply_penalties(std::span<float> logits, const SamplingInput& input);
+  void log_softmax_top(std::span<const float> logits, TokenId chosen, std::uint32_t n, SampledToken& out,
+                       std::vector<TokenLogprob>* top);
+
+  std::vector<float> raw_;
+  std::vector<std::pair<float, TokenId>> candidates_;
+  std::vector<std::uint32_t> counts_;
+  std::vector<TokenId> touched_;
+};
+
+}  // namespace izwi
+
+#include "izwi/executor/impl/sampler.hpp"
