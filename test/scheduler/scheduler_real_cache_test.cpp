@@ -1,0 +1,193 @@
+// The schedulers driven against the real caches: PagedKVCache (prefix caching
+// on, so resumed and repeated prompts take the hit path) and UnifiedKVCache
+// (memory-pressure advice from an injected source).
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "izwi/concepts/scheduler.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/kv_cache/unified.hpp"
+#include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/priority.hpp"
+#include "scheduler/scheduler_harness.hpp"
+
+using izwi::FcfsScheduler;
+using izwi::FinishReason;
+using izwi::PriorityScheduler;
+using izwi::RequestId;
+using izwi::SchedulerConfig;
+using izwi::StepPlan;
+using izwi::test::Driver;
+using izwi::test::make_request;
+
+namespace {
+
+using SmallPaged = izwi::PagedKVCache<4>;
+using SmallUnified = izwi::UnifiedKVCache<izwi::ManualMemoryPressureSource, 4>;
+
+constexpr izwi::KVCacheShape tiny_shape{1, 1, 1, izwi::DType::f32};
+
+SmallPaged make_paged(std::size_t num_blocks) {
+  izwi::PagedKVCacheConfig config;
+  config.num_blocks = num_blocks;
+  config.enable_prefix_caching = true;
+  return SmallPaged(tiny_shape, config);
+}
+
+SchedulerConfig small_config(std::size_t budget, std::size_t max_seqs) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_seqs;
+  c.seed = 1;
+  return c;
+}
+
+/// A prompt that shares its first `shared` tokens with every prompt of the same group.
+izwi::Request grouped_request(RequestId id, int group, std::size_t shared, std::size_t length, std::uint32_t max_tokens,
+                              double arrival, std::int32_t priority = 0) {
+  izwi::Request r = make_request(id, length, max_tokens, arrival, priority);
+  for (std::size_t i = 0; i < std::min(shared, length); ++i) r.prompt_tokens[i] = static_cast<izwi::TokenId>(group * 101 + i);
+  return r;
+}
+
+template <class K>
+std::size_t nonzero_ref_counts(const K& kv) {
+  std::size_t n = 0;
+  for (izwi::BlockId b = 1; b <= kv.stats().num_blocks; ++b) n += kv.ref_count(b) != 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("schedulers satisfy SchedulerFor the real caches", "[scheduler][concept]") {
+  STATIC_REQUIRE(izwi::SchedulerFor<FcfsScheduler, izwi::PagedKVCache<>>);
+  STATIC_REQUIRE(izwi::SchedulerFor<PriorityScheduler, izwi::PagedKVCache<>>);
+  STATIC_REQUIRE(izwi::SchedulerFor<FcfsScheduler, SmallUnified>);
+  STATIC_REQUIRE(izwi::PressureAwareKVCache<SmallUnified>);
+}
+
+TEMPLATE_TEST_CASE("randomized against PagedKVCache: plans valid, cache invariants hold, every block returns",
+                   "[scheduler][property][paged]", FcfsScheduler, PriorityScheduler) {
+  for (std::uint64_t seed : {11u, 12u, 13u}) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    TestType scheduler(small_config(16 + rng() % 48, 1 + rng() % 6));
+    SmallPaged kv = make_paged(10 + rng() % 30);
+    Driver driver(scheduler, kv);
+    RequestId next = 1;
+    std::vector<RequestId> live;
+    for (int step = 0; step < 300; ++step) {
+      if (rng() % 3 == 0) {
+        const RequestId id = next++;
+        scheduler.add(grouped_request(id, static_cast<int>(rng() % 3), 12, 1 + rng() % 40, 1 + rng() % 20, step * 0.01,
+                                      static_cast<std::int32_t>(rng() % 4)));
+        live.push_back(id);
+      }
+      if (!live.empty() && rng() % 9 == 0) scheduler.finish(live[rng() % live.size()], FinishReason::abort, kv);
+      driver.step();
+      REQUIRE(driver.problem == "");
+      REQUIRE(kv.check_invariants() == "");
+      REQUIRE(scheduler.num_running() == kv.num_sequences());
+    }
+    driver.run(20000);
+    REQUIRE(driver.problem == "");
+    CHECK(scheduler.num_requests() == 0);
+    CHECK(kv.check_invariants() == "");
+    CHECK(kv.num_sequences() == 0);
+    CHECK(kv.stats().num_used_blocks == 0);
+    CHECK(nonzero_ref_counts(kv) == 0);
+    CHECK(kv.stats().prefix_cache_hits > 0);
+  }
+}
+
+TEST_CASE("a prefix-cache hit counts as computed tokens", "[scheduler][paged]") {
+  FcfsScheduler scheduler(small_config(64, 4));
+  SmallPaged kv = make_paged(32);
+  Driver driver(scheduler, kv);
+  scheduler.add(grouped_request(1, 0, 18, 18, 1, 0.0));
+  driver.run();  // computes and caches blocks [0,4) ... [12,16)
+  scheduler.add(grouped_request(2, 0, 18, 18, 1, 1.0));
+  const StepPlan& plan = driver.step();
+  REQUIRE(plan.sequences.size() == 1);
+  CHECK(plan.sequences[0].num_computed_tokens == 16);
+  CHECK(plan.sequences[0].num_tokens == 2);
+  CHECK(plan.num_scheduled_tokens == 2);
+  CHECK(driver.problem == "");
+}
+
+TEMPLATE_TEST_CASE("against PagedKVCache, a preempted and resumed request yields the undisturbed tokens",
+                   "[scheduler][preemption][paged]", FcfsScheduler, PriorityScheduler) {
+  constexpr std::uint32_t out_len = 40;
+  std::vector<izwi::TokenId> reference;
+  {
+    TestType scheduler(small_config(64, 8));
+    SmallPaged kv = make_paged(256);
+    Driver driver(scheduler, kv);
+    scheduler.add(make_request(7, 13, out_len, 5.0, 3));
+    driver.run();
+    reference = driver.finished.at(7);
+  }
+  TestType scheduler(small_config(16, 4));
+  SmallPaged kv = make_paged(14);
+  Driver driver(scheduler, kv);
+  scheduler.add(make_request(1, 10, 30, 0.0, 0));
+  scheduler.add(make_request(2, 6, 35, 1.0, 0));
+  scheduler.add(make_request(3, 9, 25, 2.0, 0));
+  scheduler.add(make_request(7, 13, out_len, 5.0, 3));
+  driver.run();
+  REQUIRE(driver.problem == "");
+  CHECK(std::find(driver.preempted.begin(), driver.preempted.end(), RequestId{7}) != driver.preempted.end());
+  REQUIRE(driver.finished.count(7) == 1);
+  CHECK(driver.finished[7] == reference);
+  CHECK(kv.stats().num_used_blocks == 0);
+  CHECK(nonzero_ref_counts(kv) == 0);
+}
+
+TEST_CASE("against PagedKVCache, a request larger than the cache fails with error", "[scheduler][paged]") {
+  FcfsScheduler scheduler(small_config(64, 4));
+  SmallPaged kv = make_paged(4);
+  Driver driver(scheduler, kv);
+  scheduler.add(make_request(1, 17, 2, 0.0));
+  scheduler.add(make_request(2, 5, 2, 1.0));
+  driver.run(100);
+  CHECK(driver.failed == std::vector<RequestId>{1});
+  CHECK(driver.finished.count(2) == 1);
+  CHECK(kv.stats().num_used_blocks == 0);
+}
+
+TEST_CASE("against UnifiedKVCache, memory pressure shrinks the batch and stops admission", "[scheduler][pressure]") {
+  izwi::ManualMemoryPressureSource pressure;
+  izwi::UnifiedKVCacheConfig config;
+  config.num_blocks = 128;
+  config.poll_interval = std::chrono::nanoseconds(0);
+  SmallUnified kv(tiny_shape, config, pressure);
+  FcfsScheduler scheduler(small_config(64, 8));
+  Driver driver(scheduler, kv);
+  for (RequestId id = 1; id <= 8; ++id) scheduler.add(make_request(id, 4, 60, static_cast<double>(id)));
+  driver.step();
+  REQUIRE(scheduler.num_running() == 8);
+
+  pressure.set(0.10);  // warning: keep 3/4 of the 8 sequences holding blocks
+  const StepPlan& warned = driver.step();
+  CHECK(warned.preempted.size() == 2);
+  CHECK(scheduler.num_running() == 6);
+  CHECK(warned.sequences.size() == 6);
+
+  pressure.set(0.01);  // critical: nothing new is admitted
+  for (int i = 0; i < 3; ++i) {
+    const StepPlan& plan = driver.step();
+    for (const auto& s : plan.sequences) CHECK(s.num_computed_tokens > 0);  // only running ones
+    CHECK(scheduler.num_running() <= 6);
+  }
+  pressure.set(1.0);  // normal again: the preempted come back
+  driver.step();
+  CHECK(scheduler.num_running() == 8);
+  driver.run();
+  CHECK(driver.finished.size() == 8);
+  CHECK(kv.stats().num_used_blocks == 0);
+  CHECK(driver.problem == "");
+}
