@@ -70,7 +70,7 @@ TEST_CASE("splitter never exceeds the maximum, even when the only gap is beyond 
   CHECK(inside_gap(relaxed[0].end, 33.0));
 }
 
-TEST_CASE("splitter: short audio is one chunk; empty is none; bad options throw", "[splitter]") {
+TEST_CASE("splitter: short audio is one chunk, empty is none, bad options throw", "[splitter]") {
   const std::vector<float> x(10 * rate, 0.1f);
   CHECK(izwi::audio::split_at_quiet_points(x) == std::vector<AudioChunk>{{0, x.size()}});
   CHECK(izwi::audio::split_at_quiet_points({}).empty());

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,15 +58,17 @@ inline std::vector<double> read_numbers(const std::filesystem::path& path) {
   return values;
 }
 
-/// Runs test/vad/silero_reference.mjs on a fixture; returns onnxruntime's
-/// per-window probabilities.
+/// Runs test/vad/silero_reference.mjs on a fixture (once per process);
+/// returns onnxruntime's per-window probabilities.
 inline std::vector<double> onnxruntime_probabilities(const std::string& wav_name) {
+  static std::map<std::string, std::vector<double>> computed;
+  if (const auto it = computed.find(wav_name); it != computed.end()) return it->second;
   const auto out = output_dir() / (wav_name + ".onnxruntime.txt");
   const std::string command = "node " + quoted(source_dir() / "test/vad/silero_reference.mjs") + " " + quoted(silero_onnx()) +
                               " " + quoted(fixtures() / "audio" / wav_name) + " " + quoted(out);
   INFO(command);
   REQUIRE(std::system(command.c_str()) == 0);
-  return read_numbers(out);
+  return computed[wav_name] = read_numbers(out);
 }
 
 }  // namespace vad_test
