@@ -463,6 +463,23 @@ TEST_CASE("K/V storage is per layer, aligned, zeroed for the null block and writ
   }
 }
 
+TEST_CASE("a cache moves with its blocks and storage (the engine takes it by value)", "[kv_cache]") {
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<Cache>);
+  Cache original(small_shape, blocks(8));
+  auto a = make_sequence(1, token_run(9));
+  admit(original, a);
+  std::byte* keys = original.layer(1).keys;
+  const auto ta = table(original, 1);
+  Cache moved(std::move(original));
+  REQUIRE(table(moved, 1) == ta);
+  REQUIRE(moved.layer(1).keys == keys);
+  auto b = make_sequence(2, token_run(9));
+  REQUIRE(admit(moved, b).num_tokens == 8);
+  moved.free(1);
+  moved.free(2);
+  require_all_returned(moved);
+}
+
 TEST_CASE("stats fill every field", "[kv_cache][stats]") {
   Cache kv(small_shape, blocks(8));
   auto a = make_sequence(1, token_run(9));

@@ -200,6 +200,22 @@ TEST_CASE("UnifiedKVCache blocks, shares prefixes and stores K/V like the paged 
   CHECK(kv.check_invariants().empty());
 }
 
+TEST_CASE("UnifiedKVCache moves with its mapping and its pressure source", "[kv_cache][unified]") {
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<Cache>);
+  ManualMemoryPressureSource pressure;
+  Cache original(small_shape, test_config(8), pressure);
+  auto a = make_sequence(1, token_run(9));
+  REQUIRE(original.allocate_slots(a.view(), 0, 9, {}));
+  std::byte* values = original.layer(0).values;
+  Cache moved(std::move(original));
+  CHECK(moved.layer(0).values == values);
+  CHECK(moved.block_table(1).size() == 3);
+  pressure.set(0.01);
+  CHECK(moved.admission_advice().pressure == MemoryPressure::critical);
+  moved.free(1);
+  CHECK(moved.check_invariants().empty());
+}
+
 TEST_CASE("UnifiedKVCache responds to pressure levels with hysteresis", "[kv_cache][unified][pressure]") {
   ManualMemoryPressureSource pressure;
   Cache kv(small_shape, test_config(32), pressure);

@@ -17,7 +17,8 @@ inline BlockManager::BlockManager(std::size_t block_size, std::size_t num_usable
       prefix_caching_(enable_prefix_caching),
       pool_(num_usable_blocks),
       hasher_(block_size) {
-  if (enable_prefix_caching) cached_.reserve(num_usable_blocks);
+  // A hit never holds more than every block; lookups then never allocate for it.
+  if (enable_prefix_caching) hit_scratch_.reserve(num_usable_blocks);
 }
 
 inline const PrefixCacheKeys& BlockManager::keys_of(const SequenceView& seq) noexcept {
@@ -37,15 +38,15 @@ inline const BlockManager::SequenceBlocks* BlockManager::find(RequestId id) cons
 }
 
 inline BlockManager::SequenceBlocks& BlockManager::create(RequestId id, const PrefixCacheKeys& keys) {
-  std::uint32_t slot;
-  if (!spare_sequences_.empty()) {
-    slot = spare_sequences_.back();
-    spare_sequences_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(sequences_.size());
+  const bool reuse = !spare_sequences_.empty();
+  const std::uint32_t slot = reuse ? spare_sequences_.back() : static_cast<std::uint32_t>(sequences_.size());
+  if (!reuse) {
     sequences_.emplace_back();
+    // free() is noexcept: returning this slot must never have to grow the spare list.
+    spare_sequences_.reserve(sequences_.size());
   }
   index_.emplace(id, slot);
+  if (reuse) spare_sequences_.pop_back();
   SequenceBlocks& s = sequences_[slot];
   s.keys = keys;
   s.num_registered = 0;
