@@ -78,6 +78,10 @@ TEST_CASE("jfk.flac (44.1 kHz stereo 24-bit) and jfk.mp3 match jfk.wav after mon
   CHECK(flac.audio.sample_rate == 16000);
   CHECK(flac.audio.channels == 1);
   CHECK(flac.audio.frames() == resampled_frames(485100, 44100, 16000));
+  // Decoding resamples block by block as it reads; that must equal resampling
+  // the whole decoded signal afterwards.
+  const auto native = decode_file(fixture("jfk.flac"), {.mono = true}).audio;
+  CHECK(flac.audio.samples == resample(native.samples, 44100, 16000));
   const alignment a = best_alignment(wav, flac.audio.samples, -200, 200);
   INFO("flac vs wav: lag " << a.lag << ", correlation " << a.correlation);
   CHECK(a.correlation > 0.99);

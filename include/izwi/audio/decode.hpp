@@ -22,8 +22,12 @@
 //   too_long          "audio is 7200.0 s long, over the 3600 s limit"
 // The duration limit is checked against the header's frame count before any
 // sample buffer is allocated, and, for streams whose length is unknown
-// (streamed WAV, FLAC without a frame count, some MP3s), enforced while
-// reading: decoding stops one frame past the limit.
+// (FLAC without a frame count, as streamed FLAC has), enforced while
+// reading: decoding stops at the first block past the limit. Memory is thus
+// bounded by max_duration_seconds × rate × channels × 4 bytes, where rate is
+// target_sample_rate when set (resampling happens block by block as the
+// stream is read) and channels is 1 when mono (the default); sources are
+// limited to 16 channels and 768 kHz.
 
 #include <cstddef>
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "izwi/audio/decode.hpp"
@@ -34,9 +35,10 @@ inline std::string_view to_string(decode_problem p) noexcept {
 
 namespace detail {
 
-/// Most channels accepted: more than any real recording (7.1 = 8, ambisonics
-/// 3rd order = 16); bounds the per-frame work a crafted header can ask for.
-inline constexpr std::uint32_t max_decode_channels = 64;
+/// Most channels accepted: as many as real recordings carry (7.1.4 = 12,
+/// third-order ambisonics = 16); bounds the memory a crafted header can ask
+/// for when channels are kept (mono = false).
+inline constexpr std::uint32_t max_decode_channels = 16;
 
 struct sndfile_closer {
   void operator()(SNDFILE* f) const noexcept { sf_close(f); }
@@ -168,12 +170,26 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
 
   std::vector<float>& out = result.audio.samples;
   const std::uint32_t out_channels = options.mono ? 1 : channels;
-  if (frames_known) out.reserve(static_cast<std::size_t>(expected) * out_channels);
+  // Resample block by block as the stream is read, so memory follows the
+  // target rate rather than the source's (an hour at 16 kHz mono is 230 MB
+  // however the upload was recorded). Streaming output equals one-shot.
+  std::optional<streaming_resampler> resampler;
+  if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
+    resampler.emplace(info.sample_rate, options.target_sample_rate, out_channels);
+  if (frames_known) {
+    // A header's count is only a hint: cap what it can make us allocate up
+    // front (16 M samples, 64 MB); the vector grows past that as data arrives.
+    const std::uint64_t out_frames =
+        resampler ? resampled_frames(static_cast<std::size_t>(expected), info.sample_rate,
+                                     options.target_sample_rate)
+                  : expected;
+    out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(out_frames * out_channels, 1u << 24)));
+  }
 
   constexpr sf_count_t block_frames = 8192;
   std::vector<float> block(static_cast<std::size_t>(block_frames) * channels);
+  std::vector<float> mixed;
   std::uint64_t total = 0;
-  bool non_finite = false;
   for (;;) {
     const sf_count_t got = sf_readf_float(file, block.data(), block_frames);
     if (got <= 0) break;
@@ -183,26 +199,31 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
                              format_seconds(static_cast<double>(total + got) / rate) + " s)");
     total += static_cast<std::uint64_t>(got);
     const std::size_t n = static_cast<std::size_t>(got) * channels;
-    for (std::size_t i = 0; i < n; ++i) non_finite |= !std::isfinite(block[i]);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(block[i]))
+        throw decode_error(decode_problem::corrupt,
+                           "corrupt audio stream: the samples contain NaN or infinity");
+    std::span<const float> frames(block.data(), n);
     if (out_channels == 1 && channels > 1) {
+      mixed.resize(static_cast<std::size_t>(got));
       const float scale = 1.0f / static_cast<float>(channels);
       for (sf_count_t f = 0; f < got; ++f) {
         float sum = 0.0f;
         for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
-        out.push_back(sum * scale);
+        mixed[static_cast<std::size_t>(f)] = sum * scale;
       }
-    } else {
-      out.insert(out.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
+      frames = mixed;
     }
+    if (resampler)
+      resampler->push(frames, out);
+    else
+      out.insert(out.end(), frames.begin(), frames.end());
   }
   const int err = sf_error(file);
   if (err != SF_ERR_NO_ERROR)
     throw decode_error(decode_problem::corrupt, "corrupt " + container_label(sf.format) +
                                                     " stream after " + std::to_string(total) +
                                                     " frames: libsndfile: " + sf_strerror(file));
-  if (non_finite)
-    throw decode_error(decode_problem::corrupt,
-                       "corrupt audio stream: the samples contain NaN or infinity");
   if (total == 0)
     throw decode_error(decode_problem::no_samples, "the audio stream holds no samples");
   if (frames_known && total < expected && header_frames_are_exact(sf.format))
@@ -213,10 +234,13 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
 
   info.frames = total;
   info.duration_seconds = static_cast<double>(total) / rate;
-  result.audio.sample_rate = info.sample_rate;
   result.audio.channels = out_channels;
-  if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
-    result.audio = resample(result.audio, options.target_sample_rate);
+  result.audio.sample_rate = info.sample_rate;
+  if (resampler) {
+    const std::vector<float> tail = resampler->flush();
+    out.insert(out.end(), tail.begin(), tail.end());
+    result.audio.sample_rate = options.target_sample_rate;
+  }
   return result;
 }
 
