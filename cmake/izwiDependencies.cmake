@@ -33,3 +33,16 @@ foreach(name sndfile soxr fftw3f fftw3)
     target_link_libraries(izwi::${name} INTERFACE ${name})
   endif()
 endforeach()
+
+# Tokenizer: ICU's common library (libicu-dev), through CMake's FindICU.
+if(NOT TARGET izwi::icuuc)
+  find_package(ICU QUIET COMPONENTS uc)
+  add_library(izwi::icuuc INTERFACE IMPORTED)
+  if(ICU_FOUND)
+    target_link_libraries(izwi::icuuc INTERFACE ICU::uc)
+  else()
+    # As for audio: only users of izwi::tokenizer need it, and they get a link
+    # error naming the library rather than a failed configure.
+    target_link_libraries(izwi::icuuc INTERFACE icuuc)
+  endif()
+endif()

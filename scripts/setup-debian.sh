@@ -15,6 +15,9 @@ packages=(
   # audio (issue 5): decode/encode through libsndfile, resampling through soxr,
   # FFTs of arbitrary size (400, 512, 1280) through FFTW3 (single precision)
   libsndfile1-dev libsoxr-dev libfftw3-dev
+  # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
+  # for the Qwen2 split pattern come from ICU rather than tables of our own
+  libicu-dev
   # reference implementations for tests (DESIGN §6)
   python3 python3-numpy python3-onnx
 )
