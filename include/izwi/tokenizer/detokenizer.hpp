@@ -1,0 +1,55 @@
+#pragma once
+// Incremental detokenization for streaming: tokens arrive one at a time and
+// each call returns exactly the text that token completes. A token may end in
+// the middle of a UTF-8 sequence (byte-level BPE splits an emoji or a CJK
+// character across tokens), so incomplete trailing bytes are held until the
+// sequence completes; bytes that can never form a character come out as
+// U+FFFD at once. The concatenation of everything append() and flush() return
+// equals BpeTokenizer::decode() of the same ids, byte for byte.
+//
+// This is the engine's optional detokenizer ability
+// (concepts/executor.hpp: `append(TokenId) -> std::string_view`): an executor
+// returns one per request from make_detokenizer().
+
+#include <izwi/core/ids.hpp>
+#include <izwi/tokenizer/bpe_tokenizer.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace izwi::tokenizer {
+
+class IncrementalDetokenizer {
+ public:
+  /// Keeps a reference to `tokenizer`, which must outlive this object.
+  explicit IncrementalDetokenizer(const BpeTokenizer& tokenizer, DecodeOptions options = {}) noexcept
+      : tokenizer_(&tokenizer), options_(options) {}
+
+  /// Text completed by `id`: valid UTF-8, possibly empty. The view stays
+  /// valid until the next call on this object. Never throws for an unknown id
+  /// (it contributes nothing), so it can sit in the step loop.
+  std::string_view append(TokenId id);
+
+  /// End of the stream: held bytes of an unfinished sequence, as U+FFFD.
+  std::string_view flush();
+
+  /// Bytes held back waiting for the rest of a UTF-8 sequence (0 to 3).
+  std::size_t pending_bytes() const noexcept { return pending_.size(); }
+
+  /// Forgets held bytes, to reuse this object for another stream.
+  void reset() noexcept {
+    pending_.clear();
+    text_.clear();
+  }
+
+ private:
+  const BpeTokenizer* tokenizer_;
+  DecodeOptions options_;
+  std::string pending_;  ///< the start of a UTF-8 sequence still missing bytes
+  std::string text_;     ///< what the last call returned
+};
+
+}  // namespace izwi::tokenizer
+
+#include <izwi/tokenizer/impl/detokenizer.hpp>
