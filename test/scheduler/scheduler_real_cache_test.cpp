@@ -11,6 +11,8 @@
 #include "izwi/concepts/scheduler.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/kv_cache/unified.hpp"
+#include "izwi/scheduler/detail/token_budget_scheduler.hpp"
+#include "izwi/scheduler/detail/waiting_queues.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "scheduler/scheduler_harness.hpp"
@@ -61,7 +63,44 @@ std::size_t nonzero_ref_counts(const K& kv) {
   return n;
 }
 
+// The custom policy of docs/concepts/scheduler.md: FCFS admission, but the
+// request with the most computed tokens gives way.
+struct LongestVictim {
+  std::size_t operator()(std::span<izwi::SequenceState* const> running) const noexcept {
+    std::size_t v = 0;
+    for (std::size_t i = 1; i < running.size(); ++i)
+      if (running[i]->num_computed_tokens > running[v]->num_computed_tokens) v = i;
+    return v;
+  }
+};
+class LongestFirstOutScheduler
+    : public izwi::detail::TokenBudgetScheduler<izwi::detail::FcfsWaitingQueue, LongestVictim> {
+ public:
+  using policy_category = izwi::scheduler_tag;
+  using TokenBudgetScheduler::TokenBudgetScheduler;
+};
+
 }  // namespace
+
+TEST_CASE("a custom victim rule on the shared loop (the docs' example)", "[scheduler][concept]") {
+  STATIC_REQUIRE(izwi::SchedulerFor<LongestFirstOutScheduler, izwi::PagedKVCache<>>);
+  STATIC_REQUIRE(izwi::SchedulerPolicy<LongestFirstOutScheduler>);
+  izwi::ManualMemoryPressureSource pressure;
+  izwi::UnifiedKVCacheConfig config;
+  config.num_blocks = 64;
+  config.poll_interval = std::chrono::nanoseconds(0);
+  SmallUnified kv(tiny_shape, config, pressure);
+  LongestFirstOutScheduler scheduler(small_config(64, 4));
+  Driver driver(scheduler, kv);
+  scheduler.add(make_request(1, 4, 30, 0.0));
+  scheduler.add(make_request(2, 20, 30, 1.0));  // the longest: the victim
+  scheduler.add(make_request(3, 4, 30, 2.0));
+  scheduler.add(make_request(4, 4, 30, 3.0));
+  driver.step();
+  REQUIRE(scheduler.num_running() == 4);
+  pressure.set(0.10);  // warning: keep 3 of 4
+  CHECK(driver.step().preempted == std::vector<RequestId>{2});
+}
 
 TEST_CASE("schedulers satisfy SchedulerFor the real caches", "[scheduler][concept]") {
   STATIC_REQUIRE(izwi::SchedulerFor<FcfsScheduler, izwi::PagedKVCache<>>);
