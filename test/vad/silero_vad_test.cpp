@@ -108,12 +108,14 @@ TEST_CASE("Silero VAD: the FFT path gives the basis product's magnitudes", "[sil
   for (auto& x : state->input) x = u(rng);
   izwi::models::detail::silero_stft_by_basis(weights, *state);
   double worst = 0, largest = 0;
-  std::array<float, 129> magnitude;
+  std::array<float, 4 * 129> magnitude;
+  for (std::size_t t = 0; t < 4; t += 2)
+    fft.magnitudes(state->input.data() + t * 128, state->input.data() + (t + 1) * 128, magnitude.data() + t * 129,
+                   magnitude.data() + (t + 1) * 129);
   for (std::size_t t = 0; t < 4; ++t) {
-    fft.magnitude(state->input.data() + t * 128, magnitude.data());
     for (std::size_t k = 0; k < 129; ++k) {
       const float by_basis = state->magnitude[(t + 1) * 129 + k];
-      worst = std::max(worst, static_cast<double>(std::abs(by_basis - magnitude[k])));
+      worst = std::max(worst, static_cast<double>(std::abs(by_basis - magnitude[t * 129 + k])));
       largest = std::max(largest, static_cast<double>(by_basis));
     }
   }

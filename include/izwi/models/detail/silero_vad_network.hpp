@@ -30,6 +30,7 @@ inline constexpr std::size_t silero_fft = 256;                               // 
 inline constexpr std::size_t silero_hop = 128;
 inline constexpr std::size_t silero_bins = silero_fft / 2 + 1;               // 129
 inline constexpr std::size_t silero_frames = (silero_padded - silero_fft) / silero_hop + 1;  // 4
+static_assert(silero_frames % 2 == 0, "the FFT path transforms frames in pairs");
 inline constexpr std::size_t silero_hidden = 128;
 inline constexpr std::size_t silero_gates = 4 * silero_hidden;               // i, f, g, o
 
@@ -61,15 +62,16 @@ struct SileroFft {
     }
   }
 
-  /// Magnitudes |X[k]|, k = 0..128, of the windowed 256 samples at `frame`.
-  /// Complex products are written out: std::complex's operator* and abs go
-  /// through NaN-careful library calls (__mulsc3, hypot) that cost more than
-  /// the whole transform.
-  void magnitude(const float* frame, float* out) const noexcept {
+  /// Magnitudes |X[k]|, k = 0..128, of two windowed 256-sample frames with
+  /// one complex FFT: z = a + i b, then A[k] = (Z[k] + conj Z[N-k]) / 2 and
+  /// B[k] = (Z[k] - conj Z[N-k]) / 2i. Complex products are written out:
+  /// std::complex's operator* and abs go through NaN-careful library calls
+  /// (__mulsc3, hypot) that cost more than the transform.
+  void magnitudes(const float* frame_a, const float* frame_b, float* out_a, float* out_b) const noexcept {
     std::array<float, silero_fft> re, im;
     for (std::size_t n = 0; n < silero_fft; ++n) {
-      re[bit_reversed[n]] = frame[n] * window[n];
-      im[bit_reversed[n]] = 0.0f;
+      re[bit_reversed[n]] = frame_a[n] * window[n];
+      im[bit_reversed[n]] = frame_b[n] * window[n];
     }
     for (std::size_t half = 1, stride = silero_fft / 2; half < silero_fft; half *= 2, stride /= 2) {
       for (std::size_t start = 0; start < silero_fft; start += 2 * half) {
@@ -85,7 +87,13 @@ struct SileroFft {
         }
       }
     }
-    for (std::size_t k = 0; k < silero_bins; ++k) out[k] = std::sqrt(re[k] * re[k] + im[k] * im[k]);
+    for (std::size_t k = 0; k < silero_bins; ++k) {
+      const std::size_t mirror = (silero_fft - k) % silero_fft;
+      const float sum_re = re[k] + re[mirror], sum_im = im[k] - im[mirror];    // 2 A[k]
+      const float diff_re = re[k] - re[mirror], diff_im = im[k] + im[mirror];  // 2i B[k]
+      out_a[k] = 0.5f * std::sqrt(sum_re * sum_re + sum_im * sum_im);
+      out_b[k] = 0.5f * std::sqrt(diff_re * diff_re + diff_im * diff_im);
+    }
   }
 };
 
@@ -210,8 +218,9 @@ inline float silero_forward(const SileroVadWeights& w, SileroVadState& s) noexce
   for (std::size_t j = 1; j <= silero_reflect; ++j) s.input[silero_input - 1 + j] = s.input[silero_input - 1 - j];
 
   if (w.stft_is_windowed_dft) {
-    for (std::size_t t = 0; t < silero_frames; ++t)
-      w.fft.magnitude(s.input.data() + t * silero_hop, s.magnitude.data() + (t + 1) * silero_bins);
+    for (std::size_t t = 0; t < silero_frames; t += 2)
+      w.fft.magnitudes(s.input.data() + t * silero_hop, s.input.data() + (t + 1) * silero_hop,
+                       s.magnitude.data() + (t + 1) * silero_bins, s.magnitude.data() + (t + 2) * silero_bins);
   } else {
     silero_stft_by_basis(w, s);
   }
