@@ -266,8 +266,10 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
                          "): " + detail::quoted(s) + " is not in the vocabulary");
       return it->second;
     };
+    const TokenId left_id = id_of(left);
+    const TokenId right_id = id_of(right);
     joined.assign(left).append(right);
-    tok.merges_.insert(id_of(left), id_of(right), {static_cast<std::uint32_t>(rank), id_of(joined)});
+    tok.merges_.insert(left_id, right_id, {static_cast<std::uint32_t>(rank), id_of(joined)});
   }
   return tok;
 }
