@@ -1,0 +1,164 @@
+#pragma once
+// The SIMD vocabulary every CPU kernel is written in, once.
+//
+// `Simd<Arch>` names a vector of floats and the handful of operations the
+// kernels need (load, store, fma, horizontal sums, exp, and widening loads of
+// f16 / bf16 / int8 into floats). Arch is an xsimd architecture tag, chosen at
+// compile time from what the translation unit is compiled for
+// (xsimd::default_arch: AVX-512 under -march=native on a Sapphire Rapids, AVX2
+// + FMA on older x86, SSE2 for a plain x86-64 build), or `ScalarArch`, where a
+// "vector" is one float: the portable path, also selected for every kernel by
+// defining IZWI_KERNELS_SCALAR, and instantiated by the tests next to the
+// vector one so both stay correct.
+//
+// The widening loads use the F16C / AVX-512 conversion instructions through
+// intrinsics (xsimd 8 has no half-float type) and fall back to scalar
+// conversion into a small aligned array on architectures without them.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "izwi/core/half.hpp"
+
+#if defined(__AVX2__) || defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace izwi::kernels::cpu::detail {
+
+/// No SIMD: one float per "vector". Correct everywhere; the reference path.
+struct ScalarArch {};
+
+#if defined(IZWI_KERNELS_SCALAR)
+using KernelArch = ScalarArch;
+#else
+using KernelArch = std::conditional_t<std::is_same_v<xsimd::default_arch, xsimd::unavailable>, ScalarArch,
+                                      xsimd::default_arch>;
+#endif
+
+template <class Arch>
+struct Simd {
+  using vec = xsimd::batch<float, Arch>;
+  static constexpr std::size_t lanes = vec::size;
+  static constexpr bool avx512 = std::is_base_of_v<xsimd::avx512f, Arch>;
+  static constexpr bool avx2 = std::is_base_of_v<xsimd::avx2, Arch>;
+
+  static vec zero() noexcept { return vec(0.0f); }
+  static vec broadcast(float v) noexcept { return vec(v); }
+  static vec load(const float* p) noexcept { return vec::load_unaligned(p); }
+  static void store(float* p, vec v) noexcept { v.store_unaligned(p); }
+  static vec fma(vec a, vec b, vec c) noexcept { return xsimd::fma(a, b, c); }
+  static vec max(vec a, vec b) noexcept { return xsimd::max(a, b); }
+  static vec exp(vec v) noexcept { return xsimd::exp(v); }
+  static float sum(vec v) noexcept { return xsimd::hadd(v); }
+  static float max_element(vec v) noexcept {
+    alignas(64) float lanes_out[lanes];
+    v.store_aligned(lanes_out);
+    float m = lanes_out[0];
+    for (std::size_t i = 1; i < lanes; ++i) m = std::max(m, lanes_out[i]);
+    return m;
+  }
+
+  /// `lanes` binary16 values from p, widened.
+  static vec load_f16(const std::uint16_t* p) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (avx512) return vec(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#endif
+#if defined(__F16C__)
+    if constexpr (lanes == 8) return vec(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#endif
+    alignas(64) float tmp[lanes];
+    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = f16_to_f32(p[i]);
+    return vec::load_aligned(tmp);
+  }
+  /// `lanes` bfloat16 values from p, widened.
+  static vec load_bf16(const std::uint16_t* p) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (avx512)
+      return vec(_mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#endif
+#if defined(__AVX2__)
+    if constexpr (avx2 && lanes == 8)
+      return vec(_mm256_castsi256_ps(
+          _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
+#endif
+    alignas(64) float tmp[lanes];
+    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = bf16_to_f32(p[i]);
+    return vec::load_aligned(tmp);
+  }
+  /// `lanes` signed bytes from p, as floats.
+  static vec load_i8(const std::int8_t* p) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (avx512)
+      return vec(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+#endif
+#if defined(__AVX2__)
+    if constexpr (avx2 && lanes == 8) {
+      std::int64_t eight;
+      std::memcpy(&eight, p, 8);
+      return vec(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(eight))));
+    }
+#endif
+    alignas(64) float tmp[lanes];
+    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = static_cast<float>(p[i]);
+    return vec::load_aligned(tmp);
+  }
+};
+
+template <>
+struct Simd<ScalarArch> {
+  using vec = float;
+  static constexpr std::size_t lanes = 1;
+  static constexpr bool avx512 = false;
+  static constexpr bool avx2 = false;
+
+  static vec zero() noexcept { return 0.0f; }
+  static vec broadcast(float v) noexcept { return v; }
+  static vec load(const float* p) noexcept { return *p; }
+  static void store(float* p, vec v) noexcept { *p = v; }
+  static vec fma(vec a, vec b, vec c) noexcept { return a * b + c; }
+  static vec max(vec a, vec b) noexcept { return std::max(a, b); }
+  static vec exp(vec v) noexcept { return std::exp(v); }
+  static float sum(vec v) noexcept { return v; }
+  static float max_element(vec v) noexcept { return v; }
+  static vec load_f16(const std::uint16_t* p) noexcept { return f16_to_f32(*p); }
+  static vec load_bf16(const std::uint16_t* p) noexcept { return bf16_to_f32(*p); }
+  static vec load_i8(const std::int8_t* p) noexcept { return static_cast<float>(*p); }
+};
+
+/// Dot product of two float arrays of length n.
+template <class Arch>
+inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  typename S::vec acc0 = S::zero(), acc1 = S::zero();
+  std::size_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    acc0 = S::fma(S::load(a + i), S::load(b + i), acc0);
+    acc1 = S::fma(S::load(a + i + L), S::load(b + i + L), acc1);
+  }
+  for (; i + L <= n; i += L) acc0 = S::fma(S::load(a + i), S::load(b + i), acc0);
+  float s = S::sum(acc0 + acc1);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// y[i] = y[i] * scale + a * x[i] over n floats.
+template <class Arch>
+inline void scale_add(float* y, float scale, float a, const float* x, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  const auto vs = S::broadcast(scale), va = S::broadcast(a);
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) S::store(y + i, S::fma(va, S::load(x + i), S::load(y + i) * vs));
+  for (; i < n; ++i) y[i] = y[i] * scale + a * x[i];
+}
+
+}  // namespace izwi::kernels::cpu::detail

@@ -1,0 +1,75 @@
+#pragma once
+// Matrix products of F32 activations with a Linear layer's weights, the
+// kernels that decide a CPU executor's speed.
+//
+//   Y[m][n] = sum_k X[m][k] * W[n][k]        (Y = X · Wᵀ, as torch.nn.Linear)
+//
+// Weights are row-major [out features][in features], as safetensors and
+// Hugging Face store Linear weights (GGUF's ne[0] = in features is the same
+// memory order), in F32, F16, BF16 or Q8_0. Q8_0 rows are runs of 34-byte
+// blocks: an f16 scale d then 32 int8 q, standing for q[i] * d; its row
+// length must be a multiple of 32.
+//
+// matmul() picks the algorithm from m, once per call:
+// - m <= gemv_max_rows (decode): GEMV. Each thread streams a range of weight
+//   rows exactly once, widening them in registers and multiplying them with
+//   all m activation rows; bound by memory bandwidth. Q8_0 widens the int8
+//   values to float and applies the block scale after 32 products (no
+//   quantization of the activations, so no extra error).
+// - more rows (prefill, batched decode): cache-blocked GEMM. A thread takes a
+//   panel of output columns, widens those weight rows once into an f32 panel
+//   laid out for the micro-kernel (k-major, one vector width of columns per
+//   row), then sweeps all m activation rows over it with a register-blocked
+//   micro-kernel of broadcast-FMAs: the conversion cost is paid once per
+//   weight, not once per activation row, so prefill is FMA bound.
+// Both split the work over output columns n across the pool's threads; no
+// heap allocation per call (panels live in the pool's per-worker scratch).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "izwi/core/dtype.hpp"
+#include "izwi/executor/detail/thread_pool.hpp"
+
+namespace izwi::kernels::cpu {
+
+using ThreadPool = izwi::detail::ThreadPool;
+
+inline constexpr std::size_t q8_0_block_values = 32;
+inline constexpr std::size_t q8_0_block_bytes = 34;
+
+/// A view of a Linear layer's weight: `rows` output features of `cols` input
+/// features each, row-major, in `dtype`. Does not own `data`.
+struct WeightMatrix {
+  DType dtype = DType::f32;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  const void* data = nullptr;
+
+  /// Bytes of one row (for q8_0: cols / 32 blocks of 34 bytes).
+  constexpr std::size_t row_bytes() const noexcept {
+    return dtype == DType::q8_0 ? cols / q8_0_block_values * q8_0_block_bytes : cols * dtype_size(dtype);
+  }
+  const std::byte* row(std::size_t r) const noexcept { return static_cast<const std::byte*>(data) + r * row_bytes(); }
+};
+
+/// Up to this many activation rows take the GEMV path.
+inline constexpr std::size_t gemv_max_rows = 4;
+
+/// y[m][w.rows] = x[m][k] · wᵀ, with k == w.cols; x and y dense row-major and
+/// not overlapping.
+inline void matmul(const float* x, std::size_t m, std::size_t k, const WeightMatrix& w, float* y,
+                   ThreadPool& pool) noexcept;
+
+/// The same with row strides (in floats): row i of x starts at x + i * ldx
+/// (ldx >= w.cols), row i of y at y + i * ldy (ldy >= w.rows), e.g. to write
+/// into a column range of a wider buffer.
+inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
+                   ThreadPool& pool) noexcept;
+
+/// Row `row` of w widened to w.cols floats (embedding lookup, tests).
+inline void dequantize_row(const WeightMatrix& w, std::size_t row, float* out) noexcept;
+
+}  // namespace izwi::kernels::cpu
+
+#include "izwi/kernels/cpu/impl/matmul.hpp"

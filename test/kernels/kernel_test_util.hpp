@@ -1,0 +1,75 @@
+#pragma once
+// Shared helpers of the kernel tests: random data, weights in every dtype,
+// and the exact f32 values a stored weight stands for.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/matmul.hpp"
+
+namespace izwi::kernel_test {
+
+inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+/// Weights stored in `dtype`, and the exact values they stand for.
+struct TestWeights {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;  // rows x cols, what the stored weights mean
+  kernels::cpu::WeightMatrix matrix;
+};
+
+inline TestWeights make_weights(DType dtype, std::size_t rows, std::size_t cols, std::uint32_t seed) {
+  const auto src = random_floats(rows * cols, seed);
+  TestWeights t;
+  t.values.resize(rows * cols);
+  switch (dtype) {
+    case DType::f32:
+      t.bytes.resize(rows * cols * 4);
+      std::memcpy(t.bytes.data(), src.data(), t.bytes.size());
+      t.values = src;
+      break;
+    case DType::f16:
+    case DType::bf16: {
+      t.bytes.resize(rows * cols * 2);
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const std::uint16_t h = dtype == DType::f16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+        std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+        t.values[i] = dtype == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      break;
+    }
+    case DType::q8_0: {
+      const std::size_t blocks = rows * cols / 32;
+      t.bytes.resize(blocks * 34);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        float amax = 0;
+        for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(src[b * 32 + i]));
+        const float d = amax / 127.0f;
+        const std::uint16_t dh = f32_to_f16(d);
+        const float dq = f16_to_f32(dh);
+        std::memcpy(t.bytes.data() + b * 34, &dh, 2);
+        for (std::size_t i = 0; i < 32; ++i) {
+          const auto q = static_cast<std::int8_t>(d == 0 ? 0 : std::lround(src[b * 32 + i] / d));
+          std::memcpy(t.bytes.data() + b * 34 + 2 + i, &q, 1);
+          t.values[b * 32 + i] = static_cast<float>(q) * dq;
+        }
+      }
+      break;
+    }
+  }
+  t.matrix = {dtype, rows, cols, t.bytes.data()};
+  return t;
+}
+
+}  // namespace izwi::kernel_test

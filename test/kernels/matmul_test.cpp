@@ -1,0 +1,87 @@
+// matmul (GEMV and GEMM paths) against a double-precision reference, every
+// weight dtype, odd sizes, the vector and the scalar kernels, 1 and 3 threads.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "kernel_test_util.hpp"
+
+using namespace izwi;
+using izwi::kernels::cpu::WeightMatrix;
+namespace kd = izwi::kernels::cpu::detail;
+
+namespace {
+
+// Error bound: float accumulation of k products, relative to sum |x||w|
+// (the condition of the dot product), plus a tiny absolute floor.
+constexpr double relative_tolerance = 2e-6;
+
+template <class Arch>
+void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi::detail::ThreadPool& pool,
+                  std::size_t ldx_pad = 0, std::size_t ldy_pad = 0) {
+  const auto w = kernel_test::make_weights(dtype, n, k, static_cast<std::uint32_t>(m * 1000 + k * 10 + n));
+  const std::size_t ldx = k + ldx_pad, ldy = n + ldy_pad;
+  const auto x = kernel_test::random_floats(m * ldx, static_cast<std::uint32_t>(7 + m + k));
+  std::vector<float> y(m * ldy, -12345.0f);
+  kd::matmul<Arch>(x.data(), ldx, m, w.matrix, y.data(), ldy, pool);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double ref = 0, mag = 0;
+      for (std::size_t l = 0; l < k; ++l) {
+        ref += double(x[i * ldx + l]) * double(w.values[j * k + l]);
+        mag += std::fabs(double(x[i * ldx + l]) * double(w.values[j * k + l]));
+      }
+      const double err = std::fabs(double(y[i * ldy + j]) - ref);
+      INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j);
+      REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+    }
+    for (std::size_t j = n; j < ldy; ++j) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
+  }
+}
+
+template <class Arch>
+void check_all_sizes(izwi::detail::ThreadPool& pool) {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 96, 160}
+                                                             : std::vector<std::size_t>{1, 17, 67, 160};
+    for (std::size_t m : {1, 2, 3, 4, 5, 9, 19})
+      for (std::size_t k : ks)
+        for (std::size_t n : {1, 3, 37, 133}) check_matmul<Arch>(dtype, m, k, n, pool);
+    check_matmul<Arch>(dtype, 3, ks.back(), 70, pool, 5, 3);   // GEMV with row strides
+    check_matmul<Arch>(dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul: vector kernels match a double reference", "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool3(3), pool1(1);
+  check_all_sizes<kd::KernelArch>(pool3);
+  check_all_sizes<kd::KernelArch>(pool1);
+}
+
+TEST_CASE("matmul: scalar kernels match a double reference", "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool(2);
+  check_all_sizes<kd::ScalarArch>(pool);
+}
+
+TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool(2);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    const auto w = kernel_test::make_weights(dtype, 5, 64, 99);
+    std::vector<float> row(64);
+    kernels::cpu::dequantize_row(w.matrix, 3, row.data());
+    for (std::size_t i = 0; i < 64; ++i) REQUIRE(row[i] == w.values[3 * 64 + i]);
+    const auto x = kernel_test::random_floats(2 * 64, 5);
+    std::vector<float> y(2 * 5);
+    kernels::cpu::matmul(x.data(), 2, 64, w.matrix, y.data(), pool);
+    for (std::size_t j = 0; j < 5; ++j) {
+      double ref = 0;
+      for (std::size_t l = 0; l < 64; ++l) ref += double(x[64 + l]) * w.values[j * 64 + l];
+      REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4);
+    }
+  }
+}
