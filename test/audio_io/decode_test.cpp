@@ -270,11 +270,14 @@ TEST_CASE("bad input gives a decode_error that names the problem", "[audio_io][d
     CHECK(e.problem() == decode_problem::corrupt);
     CHECK_THAT(e.what(), Catch::Contains("NaN"));
   }
-  SECTION("a header with zero channels") {
+  SECTION("a header with zero channels, or more than izwi accepts") {
     std::vector<std::byte> data(400);
-    const auto e = expect_decode_error([&] { decode(make_wav(16000, 0, 16, false, data)); });
-    INFO(e.what());
-    CHECK(e.problem() != decode_problem::too_long);
+    const auto zero = expect_decode_error([&] { decode(make_wav(16000, 0, 16, false, data)); });
+    CHECK(zero.problem() == decode_problem::corrupt);
+    CHECK_THAT(zero.what(), Catch::Contains("Channel count is zero"));
+    const auto many = expect_decode_error([&] { decode(make_wav(16000, 17, 16, false, data)); });
+    CHECK(many.problem() == decode_problem::invalid_format);
+    CHECK_THAT(many.what(), Catch::Contains("audio has 17 channels; izwi accepts 1 to 16"));
   }
   SECTION("a missing file is an audio_error naming the path") {
     CHECK_THROWS_WITH(decode_file("/nonexistent/x.wav"), Catch::Contains("/nonexistent/x.wav"));
