@@ -16,11 +16,21 @@ if (!outPath) {
   process.exit(2);
 }
 // Load the package's Node ESM entry from the reference folder (this script
-// lives outside it, so a bare import would not resolve).
+// lives outside it, so a bare import would not resolve). The entry also loads
+// sharp, whose native binary is an optional dependency that an
+// `npm ci --ignore-scripts` install may lack; the feature extractor itself is
+// plain JavaScript, so fall back to the package's own source module for it.
 const packageDir = join(nodeModules, '@huggingface', 'transformers');
 const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
 const entry = manifest.exports?.node?.import?.default ?? manifest.main;
-const { WhisperFeatureExtractor } = await import(pathToFileURL(join(packageDir, entry)).href);
+let WhisperFeatureExtractor;
+try {
+  ({ WhisperFeatureExtractor } = await import(pathToFileURL(join(packageDir, entry)).href));
+} catch (error) {
+  const source = join(packageDir, 'src', 'models', 'whisper', 'feature_extraction_whisper.js');
+  console.error(`transformers.js entry failed to load (${String(error).split('\n')[0]}); using ${source}`);
+  ({ WhisperFeatureExtractor } = await import(pathToFileURL(source).href));
+}
 
 const bytes = readFileSync(inPath);
 const samples = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));

@@ -181,6 +181,7 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
   std::vector<float> tile(mels * tile_frames);
   std::vector<float> energies(mels);
   constexpr std::ptrdiff_t half_window = whisper_n_fft / 2;
+  std::size_t computed_end = 0;  // one past the last frame that read any audio
   for (std::size_t tile_start = 0; tile_start < n_frames; tile_start += tile_frames) {
     const std::size_t tile_count = std::min(tile_frames, n_frames - tile_start);
     for (std::size_t i = 0; i < tile_count; ++i) {
@@ -192,6 +193,7 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
         // keeps its relative precision in float.
         detail::power_to_float(reinterpret_cast<const double*>(bins.data()), power.data(), power.size());
         filterbank_.apply<float>(power, energies);
+        computed_end = t + 1;
       } else {
         std::fill(energies.begin(), energies.end(), 0.0f);  // a frame of padding zeros
       }
@@ -204,7 +206,15 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
 
   // log10 with Whisper's 1e-10 floor, then keep the top 8 decades (80 dB)
   // below the loudest value and map roughly into [-1, 1]: (x + 4) / 4.
-  const float max_log = detail::log10_with_floor(out.data(), out.size(), 1e-10f);
+  // Frames of padding only ever follow the audio (pad_or_trim pads at the
+  // end), and their energies are 0: their log is the floor's, log10(1e-10) =
+  // -10, without computing it (a 5 s request is 5/6 padding).
+  float max_log = -10.0f;
+  for (std::size_t m = 0; m < mels; ++m) {
+    float* row = out.data() + m * n_frames;
+    max_log = std::max(max_log, detail::log10_with_floor(row, computed_end, 1e-10f));
+    std::fill(row + computed_end, row + n_frames, -10.0f);
+  }
   detail::clamp_shift_scale(out.data(), out.size(), max_log - 8.0f, 4.0f, 0.25f);
 }
 
