@@ -78,6 +78,8 @@ function(izwi_add_compile_fail_test name)
     add_library(${t} OBJECT EXCLUDE_FROM_ALL ${source})
     target_link_libraries(${t} PRIVATE izwi::izwi ${ARG_LIBS})
     target_compile_definitions(${t} PRIVATE ${ARG_DEFINITIONS})
+    # Diagnostics come from the front end: skip optimisation and debug info.
+    target_compile_options(${t} PRIVATE -O0 -g0)
     if(variant STREQUAL "control")
       target_compile_definitions(${t} PRIVATE IZWI_COMPILE_FAIL_CONTROL=1)
       set(test_name ${name}.control)
