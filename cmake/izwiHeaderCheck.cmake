@@ -42,6 +42,12 @@ function(izwi_add_header_check)
 
   add_library(izwi_header_check OBJECT ${sources})
   target_link_libraries(izwi_header_check PRIVATE izwi::izwi izwi::audio)
+  # Every further component target (izwi::tokenizer, ...) brings its own usage requirements.
+  foreach(component tokenizer)
+    if(TARGET izwi::${component})
+      target_link_libraries(izwi_header_check PRIVATE izwi::${component})
+    endif()
+  endforeach()
   # include/izwi/server/ uses Boost.Beast/Asio/JSON (header parts).
   find_package(Boost 1.81 QUIET CONFIG)
   if(TARGET Boost::headers)

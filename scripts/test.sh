@@ -10,7 +10,8 @@
 #   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
 #          (target izwi-tests). Runs every test except those labelled `slow` (too
 #          long under a sanitizer), `install` and `compile-fail` (packaging and
-#          compile-time diagnostics: sanitizer flags change nothing there).
+#          compile-time diagnostics: sanitizer flags change nothing there) and
+#          `fuzz` (fuzz targets carry their own ASan+UBSan, and run in main).
 #   tsan   -DIZWI_SANITIZE=thread, -O1, -DIZWI_TEST_ONLY_LABELS=threads: only the
 #          test executables labelled `threads` are even configured; runs label `threads`.
 #
@@ -74,7 +75,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
 declare -A describe=(
   [main]="Release: all tests, header check, examples, benchmarks built"
-  [asan]="address,undefined: all but slow/install/compile-fail"
+  [asan]="address,undefined: all but slow/install/compile-fail/fuzz"
   [tsan]="thread: tests labelled threads"
 )
 declare -A result build_time test_time
@@ -95,7 +96,7 @@ run_config() {
                   -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
                   -DIZWI_TEST_ONLY_LABELS=)
       target=(--target izwi-tests)
-      ctest_args=(-LE '^(slow|install|compile-fail)$')
+      ctest_args=(-LE '^(slow|install|compile-fail|fuzz)$')
       ;;
     tsan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=thread -DIZWI_BUILD_TESTS=ON
