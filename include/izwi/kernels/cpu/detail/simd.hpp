@@ -42,6 +42,26 @@ using KernelArch = std::conditional_t<std::is_same_v<xsimd::default_arch, xsimd:
                                       xsimd::default_arch>;
 #endif
 
+#if defined(__AVX512F__)
+/// 16 vectors of 16 floats -> the 16 sums, by halving twice across 128-bit
+/// lanes, a 4x4 transpose-add inside them, and one permute into row order.
+inline __m512 sum_each_avx512_impl(const __m512* v) noexcept {
+  __m512 x[8], y[4];
+  for (int i = 0; i < 8; ++i)  // 128-bit lanes: [a0+a2, a1+a3, b0+b2, b1+b3]
+    x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+  for (int i = 0; i < 4; ++i)  // 128-bit lane l of y[k]: four partial sums of row 4k + l
+    y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xdd));
+  const __m512 z0 = _mm512_add_ps(_mm512_unpacklo_ps(y[0], y[1]), _mm512_unpackhi_ps(y[0], y[1]));
+  const __m512 z1 = _mm512_add_ps(_mm512_unpacklo_ps(y[2], y[3]), _mm512_unpackhi_ps(y[2], y[3]));
+  // Element e of 128-bit lane l now holds the sum of row 4e + l.
+  const __m512 w = _mm512_add_ps(_mm512_shuffle_ps(z0, z1, 0x44), _mm512_shuffle_ps(z0, z1, 0xee));
+  const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(rows, w);
+}
+#endif
+
 template <class Arch>
 struct Simd {
   using vec = xsimd::batch<float, Arch>;
@@ -57,6 +77,21 @@ struct Simd {
   static vec max(vec a, vec b) noexcept { return xsimd::max(a, b); }
   static vec exp(vec v) noexcept { return xsimd::exp(v); }
   static float sum(vec v) noexcept { return xsimd::hadd(v); }
+  /// Lane i of the result = sum of the lanes of v[i], for `lanes` vectors.
+  static vec sum_each(const vec* v) noexcept {
+#if defined(__AVX512F__)
+    // xsimd 8.1's AVX-512 haddp returns the sums in a permuted lane order.
+    if constexpr (avx512) return sum_each_avx512(v);
+#endif
+    return xsimd::haddp(v);
+  }
+#if defined(__AVX512F__)
+  static vec sum_each_avx512(const vec* v) noexcept {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = v[i];
+    return vec(sum_each_avx512_impl(r));
+  }
+#endif
   static float max_element(vec v) noexcept {
     alignas(64) float lanes_out[lanes];
     v.store_aligned(lanes_out);
@@ -112,6 +147,7 @@ struct Simd {
   }
 };
 
+
 template <>
 struct Simd<ScalarArch> {
   using vec = float;
@@ -127,6 +163,7 @@ struct Simd<ScalarArch> {
   static vec max(vec a, vec b) noexcept { return std::max(a, b); }
   static vec exp(vec v) noexcept { return std::exp(v); }
   static float sum(vec v) noexcept { return v; }
+  static vec sum_each(const vec* v) noexcept { return v[0]; }
   static float max_element(vec v) noexcept { return v; }
   static vec load_f16(const std::uint16_t* p) noexcept { return f16_to_f32(*p); }
   static vec load_bf16(const std::uint16_t* p) noexcept { return bf16_to_f32(*p); }

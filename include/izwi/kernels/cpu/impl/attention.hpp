@@ -1,0 +1,209 @@
+#pragma once
+// Bodies of izwi/kernels/cpu/attention.hpp.
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/detail/simd.hpp"
+
+namespace izwi::kernels::cpu::detail {
+
+/// Query tokens per task: each widened K/V tile serves this many tokens
+/// times the heads of a group.
+inline constexpr std::size_t attention_query_block = 8;
+/// Key positions per tile (a multiple of every vector width used).
+inline constexpr std::size_t attention_key_tile = 32;
+
+/// Widens n cache elements starting at element `offset` of `base` into out.
+inline void widen_cache_row(const std::byte* base, std::size_t offset, DType dtype, std::size_t n, float* out) noexcept {
+  switch (dtype) {
+    case DType::f32: std::memcpy(out, base + offset * 4, n * 4); return;
+    case DType::f16: f16_to_f32(reinterpret_cast<const std::uint16_t*>(base) + offset, out, n); return;
+    default: bf16_to_f32(reinterpret_cast<const std::uint16_t*>(base) + offset, out, n); return;
+  }
+}
+
+struct AttentionTask {
+  const AttentionSequence* seq;
+  std::size_t kv_head;
+  std::size_t t0, t1;  // query tokens [t0, t1) of the sequence
+};
+
+template <class Arch>
+inline void attention_task(const float* q, const AttentionTask& task, const KVLayerView& kv,
+                           const AttentionShape& shape, float scale, std::size_t q_ld, std::size_t out_ld, float* out,
+                           float* scratch) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  constexpr std::size_t L = S::lanes;
+  constexpr std::size_t TK = attention_key_tile;
+  const std::size_t D = shape.head_dim, bs = shape.block_size;
+  const std::size_t group = shape.num_heads / shape.num_kv_heads;
+  const std::size_t row_elements = shape.num_kv_heads * D;
+  const AttentionSequence& seq = *task.seq;
+  const std::size_t n_queries = (task.t1 - task.t0) * group;
+  const std::size_t d_vec = D / L * L;
+
+  // Scratch: K tile, V tile, per-query accumulators, running max and sum, scores.
+  float* k_tile = scratch;
+  float* v_tile = k_tile + TK * D;
+  float* acc = v_tile + TK * D;
+  float* run_max = acc + n_queries * D;
+  float* run_sum = run_max + n_queries;
+  alignas(64) float scores[TK];
+  std::fill(acc, acc + n_queries * D, 0.0f);
+  std::fill(run_max, run_max + n_queries, -std::numeric_limits<float>::infinity());
+  std::fill(run_sum, run_sum + n_queries, 0.0f);
+
+  const std::size_t last_position = seq.num_computed + task.t1 - 1;
+  const float* k_rows[TK];
+  const float* v_rows[TK];
+  for (std::size_t j0 = 0; j0 <= last_position; j0 += TK) {
+    const std::size_t nj = std::min(TK, last_position + 1 - j0);
+    for (std::size_t j = 0; j < nj; ++j) {
+      const std::size_t pos = j0 + j;
+      const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
+      const std::size_t offset = slot * row_elements + task.kv_head * D;
+      if (shape.cache_dtype == DType::f32) {
+        k_rows[j] = reinterpret_cast<const float*>(kv.keys) + offset;
+        v_rows[j] = reinterpret_cast<const float*>(kv.values) + offset;
+      } else {
+        widen_cache_row(kv.keys, offset, shape.cache_dtype, D, k_tile + j * D);
+        widen_cache_row(kv.values, offset, shape.cache_dtype, D, v_tile + j * D);
+        k_rows[j] = k_tile + j * D;
+        v_rows[j] = v_tile + j * D;
+      }
+    }
+    for (std::size_t j = nj; j < TK; ++j) k_rows[j] = k_rows[0];  // scored, then masked
+
+    for (std::size_t t = task.t0; t < task.t1; ++t) {
+      const std::size_t position = seq.num_computed + t;
+      if (j0 > position) continue;
+      const std::size_t visible = std::min(nj, position + 1 - j0);
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t head = task.kv_head * group + g;
+        const float* qv = q + (seq.first_row + t) * q_ld + head * D;
+        const std::size_t qi = (t - task.t0) * group + g;
+        // Scores of L keys at a time: one accumulator per key, summed lane-wise at the end.
+        for (std::size_t jg = 0; jg < TK; jg += L) {
+          vec dots[L];
+          for (std::size_t i = 0; i < L; ++i) dots[i] = S::zero();
+          for (std::size_t d = 0; d < d_vec; d += L) {
+            const vec qd = S::load(qv + d);
+            for (std::size_t i = 0; i < L; ++i) dots[i] = S::fma(qd, S::load(k_rows[jg + i] + d), dots[i]);
+          }
+          S::store(scores + jg, S::sum_each(dots));
+          for (std::size_t d = d_vec; d < D; ++d)
+            for (std::size_t i = 0; i < L; ++i) scores[jg + i] += qv[d] * k_rows[jg + i][d];
+        }
+        float tile_max = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j < TK; ++j) {
+          scores[j] = j < visible ? scores[j] * scale : -std::numeric_limits<float>::infinity();
+          tile_max = std::max(tile_max, scores[j]);
+        }
+        const float new_max = std::max(run_max[qi], tile_max);
+        const float correction = std::exp(run_max[qi] - new_max);  // 0 on the first tile
+        run_max[qi] = new_max;
+        const vec vmax = S::broadcast(new_max);
+        vec vsum = S::zero();
+        for (std::size_t j = 0; j < TK; j += L) {
+          const vec e = S::exp(S::load(scores + j) - vmax);
+          S::store(scores + j, e);
+          vsum = vsum + e;
+        }
+        run_sum[qi] = run_sum[qi] * correction + S::sum(vsum);
+        // acc = acc * correction + sum_j p_j v_j, a vector of head dims at a time.
+        float* a = acc + qi * D;
+        const vec vcorr = S::broadcast(correction);
+        for (std::size_t d = 0; d < d_vec; d += L) {
+          vec sum = S::load(a + d) * vcorr;
+          for (std::size_t j = 0; j < visible; ++j) sum = S::fma(S::broadcast(scores[j]), S::load(v_rows[j] + d), sum);
+          S::store(a + d, sum);
+        }
+        for (std::size_t d = d_vec; d < D; ++d) {
+          float sum = a[d] * correction;
+          for (std::size_t j = 0; j < visible; ++j) sum += scores[j] * v_rows[j][d];
+          a[d] = sum;
+        }
+      }
+    }
+  }
+  for (std::size_t t = task.t0; t < task.t1; ++t)
+    for (std::size_t g = 0; g < group; ++g) {
+      const std::size_t qi = (t - task.t0) * group + g;
+      const float inv = 1.0f / run_sum[qi];
+      float* o = out + (seq.first_row + t) * out_ld + (task.kv_head * group + g) * D;
+      for (std::size_t d = 0; d < D; ++d) o[d] = acc[qi * D + d] * inv;
+    }
+}
+
+template <class Arch>
+inline void paged_attention(const float* q, std::span<const AttentionSequence> seqs, const KVLayerView& kv,
+                            const AttentionShape& shape, float* out, ThreadPool& pool) noexcept {
+  constexpr std::size_t QB = attention_query_block;
+  const float scale = shape.scale != 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  const std::size_t q_ld = shape.q_ld ? shape.q_ld : shape.num_heads * shape.head_dim;
+  const std::size_t out_ld = shape.out_ld ? shape.out_ld : shape.num_heads * shape.head_dim;
+  // Task t of the step belongs to the sequence s with first_task[s] <= t < first_task[s + 1].
+  auto* first_task = static_cast<std::size_t*>(pool.shared_scratch((seqs.size() + 1) * sizeof(std::size_t)));
+  first_task[0] = 0;
+  for (std::size_t s = 0; s < seqs.size(); ++s)
+    first_task[s + 1] = first_task[s] + shape.num_kv_heads * ((seqs[s].num_tokens + QB - 1) / QB);
+  const std::size_t group = shape.num_heads / shape.num_kv_heads;
+  const std::size_t scratch_floats =
+      2 * attention_key_tile * shape.head_dim + QB * group * (shape.head_dim + 2);
+  pool.parallel_for(first_task[seqs.size()], [&](std::size_t t, std::size_t worker) {
+    const std::size_t s =
+        static_cast<std::size_t>(std::upper_bound(first_task, first_task + seqs.size() + 1, t) - first_task) - 1;
+    const std::size_t local = t - first_task[s];
+    const std::size_t kv_head = local % shape.num_kv_heads, block = local / shape.num_kv_heads;
+    const AttentionTask task{&seqs[s], kv_head, block * QB, std::min(seqs[s].num_tokens, (block + 1) * QB)};
+    auto* scratch = static_cast<float*>(pool.scratch(worker, scratch_floats * sizeof(float)));
+    attention_task<Arch>(q, task, kv, shape, scale, q_ld, out_ld, out, scratch);
+  });
+}
+
+}  // namespace izwi::kernels::cpu::detail
+
+namespace izwi::kernels::cpu {
+
+inline void paged_attention(const float* q, std::span<const AttentionSequence> seqs, const KVLayerView& kv,
+                            const AttentionShape& shape, float* out, ThreadPool& pool) noexcept {
+  assert(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0);
+  assert(shape.cache_dtype != DType::q8_0);
+  detail::paged_attention<detail::KernelArch>(q, seqs, kv, shape, out, pool);
+}
+
+inline void store_kv(const float* k, std::size_t ldk, const float* v, std::size_t ldv,
+                     std::span<const std::int64_t> slots, const KVLayerView& kv, std::size_t num_kv_heads,
+                     std::size_t head_dim, DType cache_dtype) noexcept {
+  const std::size_t n = num_kv_heads * head_dim;
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] < 0) continue;
+    const std::size_t offset = static_cast<std::size_t>(slots[t]) * n;
+    const float* kr = k + t * ldk;
+    const float* vr = v + t * ldv;
+    switch (cache_dtype) {
+      case DType::f32:
+        std::memcpy(reinterpret_cast<float*>(kv.keys) + offset, kr, n * 4);
+        std::memcpy(reinterpret_cast<float*>(kv.values) + offset, vr, n * 4);
+        break;
+      case DType::f16:
+        f32_to_f16(kr, reinterpret_cast<std::uint16_t*>(kv.keys) + offset, n);
+        f32_to_f16(vr, reinterpret_cast<std::uint16_t*>(kv.values) + offset, n);
+        break;
+      case DType::bf16:
+        f32_to_bf16(kr, reinterpret_cast<std::uint16_t*>(kv.keys) + offset, n);
+        f32_to_bf16(vr, reinterpret_cast<std::uint16_t*>(kv.values) + offset, n);
+        break;
+      case DType::q8_0: assert(false && "no quantized KV cache"); break;
+    }
+  }
+}
+
+}  // namespace izwi::kernels::cpu

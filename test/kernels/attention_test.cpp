@@ -1,0 +1,123 @@
+// Paged attention and store_kv against a double reference: a step mixing
+// decode tokens and prefill chunks with cached prefixes, scattered blocks,
+// grouped-query heads, every cache dtype, odd head_dim, vector and scalar kernels.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/attention.hpp"
+#include "kernel_test_util.hpp"
+
+using namespace izwi;
+namespace kc = izwi::kernels::cpu;
+namespace kd = izwi::kernels::cpu::detail;
+
+namespace {
+
+float round_to_cache(float v, DType dtype) {
+  if (dtype == DType::f16) return f16_to_f32(f32_to_f16(v));
+  if (dtype == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+  return v;
+}
+
+template <class Arch>
+void check_attention(DType cache_dtype, std::size_t num_heads, std::size_t num_kv_heads, std::size_t head_dim,
+                     std::size_t block_size) {
+  // Sequences: {cached tokens, tokens this step}: decode steps, a fresh
+  // prefill, a chunk after a cached prefix, a long decode.
+  const std::vector<std::pair<std::size_t, std::size_t>> shape_of{{5, 1}, {0, 13}, {37, 11}, {0, 1}, {90, 1}, {3, 20}};
+  const std::size_t num_blocks = 256;  // enough for one-token blocks
+  const std::size_t row = num_kv_heads * head_dim, elem = dtype_size(cache_dtype);
+  std::vector<std::byte> keys(num_blocks * block_size * row * elem), values(keys.size());
+  const KVLayerView kv{keys.data(), values.data()};
+
+  // Scattered, distinct blocks per sequence (block 0 is the null block).
+  std::vector<BlockId> free_blocks(num_blocks - 1);
+  std::iota(free_blocks.begin(), free_blocks.end(), BlockId{1});
+  std::shuffle(free_blocks.begin(), free_blocks.end(), std::mt19937(42));
+  std::vector<std::vector<BlockId>> tables;
+  std::vector<std::vector<float>> all_k, all_v;  // every position's K/V, as the cache holds them
+  std::vector<kc::AttentionSequence> seqs;
+  std::size_t rows = 0, next_block = 0;
+  for (auto [cached, n] : shape_of) {
+    const std::size_t total = cached + n;
+    std::vector<BlockId> t;
+    for (std::size_t b = 0; b < (total + block_size - 1) / block_size; ++b) t.push_back(free_blocks[next_block++]);
+    tables.push_back(t);
+    all_k.push_back(kernel_test::random_floats(total * row, std::uint32_t(100 + rows), 1.5f));
+    all_v.push_back(kernel_test::random_floats(total * row, std::uint32_t(200 + rows)));
+    seqs.push_back({cached, n, {}, rows});
+    rows += n;
+  }
+  for (std::size_t s = 0; s < seqs.size(); ++s) seqs[s].block_table = tables[s];
+
+  // The cached prefix and this step's tokens all go through store_kv; the
+  // step's rows with strides, as a fused qkv buffer would have them.
+  izwi::detail::ThreadPool pool(3);
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    const std::size_t total = seqs[s].num_computed + seqs[s].num_tokens;
+    std::vector<std::int64_t> slots(total);
+    for (std::size_t p = 0; p < total; ++p)
+      slots[p] = std::int64_t(tables[s][p / block_size]) * std::int64_t(block_size) + std::int64_t(p % block_size);
+    slots.push_back(-1);  // padding: skipped
+    std::vector<float> k_strided((total + 1) * (row + 3)), v_strided((total + 1) * (row + 1));
+    for (std::size_t p = 0; p < total; ++p)
+      for (std::size_t i = 0; i < row; ++i) {
+        k_strided[p * (row + 3) + i] = all_k[s][p * row + i];
+        v_strided[p * (row + 1) + i] = all_v[s][p * row + i];
+      }
+    kc::store_kv(k_strided.data(), row + 3, v_strided.data(), row + 1, slots, kv, num_kv_heads, head_dim, cache_dtype);
+  }
+
+  const std::size_t q_ld = num_heads * head_dim + 2;
+  const auto q = kernel_test::random_floats(rows * q_ld, 7, 1.5f);
+  std::vector<float> out(rows * num_heads * head_dim, -5.0f);
+  kc::AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, cache_dtype, 0.0f, q_ld, 0};
+  kd::paged_attention<Arch>(q.data(), seqs, kv, shape, out.data(), pool);
+
+  const double scale = 1.0 / std::sqrt(double(head_dim));
+  const std::size_t group = num_heads / num_kv_heads;
+  for (std::size_t s = 0; s < seqs.size(); ++s)
+    for (std::size_t t = 0; t < seqs[s].num_tokens; ++t) {
+      const std::size_t pos = seqs[s].num_computed + t, r = seqs[s].first_row + t;
+      for (std::size_t h = 0; h < num_heads; ++h) {
+        const std::size_t kvh = h / group;
+        std::vector<double> w(pos + 1);
+        double mx = -1e300;
+        for (std::size_t j = 0; j <= pos; ++j) {
+          double d = 0;
+          for (std::size_t i = 0; i < head_dim; ++i)
+            d += double(q[r * q_ld + h * head_dim + i]) *
+                 round_to_cache(all_k[s][j * row + kvh * head_dim + i], cache_dtype);
+          w[j] = d * scale;
+          mx = std::max(mx, w[j]);
+        }
+        double sum = 0;
+        for (auto& x : w) sum += (x = std::exp(x - mx));
+        for (std::size_t i = 0; i < head_dim; ++i) {
+          double o = 0;
+          for (std::size_t j = 0; j <= pos; ++j)
+            o += w[j] / sum * round_to_cache(all_v[s][j * row + kvh * head_dim + i], cache_dtype);
+          INFO("cache " << to_string(cache_dtype) << " seq " << s << " token " << t << " head " << h << " dim " << i);
+          REQUIRE(std::fabs(out[r * num_heads * head_dim + h * head_dim + i] - o) <= 2e-5);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("paged_attention: mixed decode and prefill chunks, GQA, every cache dtype", "[kernels][attention]") {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    check_attention<kd::KernelArch>(dtype, 4, 2, 64, 16);
+    check_attention<kd::KernelArch>(dtype, 6, 2, 37, 5);   // odd head_dim, odd block size, groups of 3
+    check_attention<kd::ScalarArch>(dtype, 4, 2, 20, 16);
+  }
+  check_attention<kd::KernelArch>(DType::f16, 3, 3, 24, 1);  // no grouping, one-token blocks
+}
