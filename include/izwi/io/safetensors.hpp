@@ -96,6 +96,13 @@ class SafetensorsFile {
     return to_f32(name, std::span<const std::uint64_t>(expected_shape.begin(), expected_shape.size()));
   }
 
+  /// The tensor's header entry after checking its shape; a mismatch is a
+  /// format_error that shows both shapes.
+  const TensorInfo& expect_shape(std::string_view name, std::span<const std::uint64_t> expected_shape) const;
+  const TensorInfo& expect_shape(std::string_view name, std::initializer_list<std::uint64_t> expected_shape) const {
+    return expect_shape(name, std::span<const std::uint64_t>(expected_shape.begin(), expected_shape.size()));
+  }
+
   /// The "__metadata__" map (empty if the header has none).
   const std::map<std::string, std::string, std::less<>>& metadata() const noexcept { return metadata_; }
 

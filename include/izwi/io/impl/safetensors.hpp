@@ -167,6 +167,15 @@ inline std::vector<float> SafetensorsFile::to_f32(std::string_view name) const {
   return out;
 }
 
+inline const TensorInfo& SafetensorsFile::expect_shape(std::string_view name,
+                                                       std::span<const std::uint64_t> expected_shape) const {
+  const TensorInfo& tensor = at(name);
+  if (!std::equal(tensor.shape.begin(), tensor.shape.end(), expected_shape.begin(), expected_shape.end()))
+    throw format_error(name_, tensor.name, "shape " + detail::shape_text(tensor.shape) + ", expected " +
+                                               detail::shape_text(expected_shape));
+  return tensor;
+}
+
 inline std::vector<float> SafetensorsFile::to_f32(std::string_view name, std::span<const std::uint64_t> expected_shape) const {
   const TensorInfo& tensor = at(name);
   if (!std::equal(tensor.shape.begin(), tensor.shape.end(), expected_shape.begin(), expected_shape.end()))
