@@ -6,6 +6,7 @@
 
 #include <izwi/tokenizer/detail/json_cursor.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,12 +19,16 @@ struct JsonValue {
   JsonCursor::Kind kind = JsonCursor::Kind::null;
   std::string text;  ///< string value, or a number's spelling
   bool boolean = false;
-  std::vector<std::pair<std::string, JsonValue>> members;
+  // Object members as two parallel vectors: a vector of pair<string, JsonValue>
+  // would need JsonValue complete here, which it is not yet.
+  std::vector<std::string> keys;
+  std::vector<JsonValue> values;
   std::vector<JsonValue> elements;
 
+  /// The last member named `key` (a later duplicate overrides, as in Serde), or null.
   const JsonValue* find(std::string_view key) const noexcept {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
+    for (std::size_t i = keys.size(); i-- > 0;)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
   bool is_null() const noexcept { return kind == JsonCursor::Kind::null; }
@@ -49,8 +54,8 @@ inline JsonValue read_json_value(JsonCursor& in, std::size_t depth = 0) {
       in.begin_object();
       std::string key;
       while (in.next_member(key)) {
-        std::string k = key;
-        v.members.emplace_back(std::move(k), read_json_value(in, depth + 1));
+        v.keys.push_back(key);
+        v.values.push_back(read_json_value(in, depth + 1));
       }
       break;
     }

@@ -258,7 +258,8 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
   tok.merges_.reserve(merge_parts.size());
   std::string joined;
   for (std::size_t rank = 0; rank < merge_parts.size(); ++rank) {
-    const auto& [left, right] = merge_parts[rank];
+    const std::string& left = merge_parts[rank].first;  // not a structured binding: clang 14 cannot capture those
+    const std::string& right = merge_parts[rank].second;
     auto id_of = [&](const std::string& s) {
       const auto it = tok.token_ids_.find(s);
       if (it == tok.token_ids_.end())
