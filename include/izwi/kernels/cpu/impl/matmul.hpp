@@ -40,20 +40,20 @@ inline float load_weight(const std::byte* row, std::size_t i) noexcept {
   }
 }
 
-/// Widens a whole row (k = w.cols values) into out.
+/// Widens elements [k0, k0 + count) of row r into out (for q8_0, k0 and
+/// count are multiples of 32).
 template <class Arch>
-inline void widen_row(const WeightMatrix& w, std::size_t r, float* out) noexcept {
+inline void widen_row(const WeightMatrix& w, std::size_t r, std::size_t k0, std::size_t count, float* out) noexcept {
   const std::byte* row = w.row(r);
-  const std::size_t k = w.cols;
   switch (w.dtype) {
-    case DType::f32: std::memcpy(out, row, k * sizeof(float)); return;
-    case DType::f16: f16_to_f32(reinterpret_cast<const std::uint16_t*>(row), out, k); return;
-    case DType::bf16: bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row), out, k); return;
+    case DType::f32: std::memcpy(out, row + k0 * 4, count * sizeof(float)); return;
+    case DType::f16: f16_to_f32(reinterpret_cast<const std::uint16_t*>(row) + k0, out, count); return;
+    case DType::bf16: bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row) + k0, out, count); return;
     case DType::q8_0: {
       using S = Simd<Arch>;
       constexpr std::size_t L = S::lanes;
-      for (std::size_t b = 0; b < k / q8_0_block_values; ++b) {
-        const std::byte* block = row + b * q8_0_block_bytes;
+      for (std::size_t b = 0; b < count / q8_0_block_values; ++b) {
+        const std::byte* block = row + (k0 / q8_0_block_values + b) * q8_0_block_bytes;
         const auto d = S::broadcast(q8_0_scale(block));
         const auto* q = reinterpret_cast<const std::int8_t*>(block + 2);
         for (std::size_t j = 0; j < q8_0_block_values; j += L)
@@ -62,6 +62,11 @@ inline void widen_row(const WeightMatrix& w, std::size_t r, float* out) noexcept
       return;
     }
   }
+}
+
+template <class Arch>
+inline void widen_row(const WeightMatrix& w, std::size_t r, float* out) noexcept {
+  widen_row<Arch>(w, r, 0, w.cols, out);
 }
 
 // ---------------------------------------------------------------- GEMV ----
@@ -188,34 +193,64 @@ struct GemmShape {
   static constexpr std::size_t mr = Simd<Arch>::avx512 ? 8 : 4;
   /// Output columns per task (one packed panel).
   static constexpr std::size_t nc = 64 >= nr ? 64 / nr * nr : nr;
+  /// Weight values widened per row before each transpose step of packing
+  /// (a multiple of the Q8_0 block).
+  static constexpr std::size_t pack_depth = 64;
 };
 
 /// Packs output columns [n0, n0 + nc) of w into `panel` as
 /// [nc / nr sub-panels][k][nr] floats; columns past w.rows are zero.
+/// Rows are widened a slice of pack_depth values at a time into `buffer`
+/// (nc x pack_depth floats) and transposed from there, so both sides of the
+/// transpose stay in L1 (a whole-row transpose missed L1 on every store).
 template <class Arch>
-inline void pack_panel(const WeightMatrix& w, std::size_t n0, float* panel, float* row_buffer) noexcept {
+inline void pack_panel(const WeightMatrix& w, std::size_t n0, float* panel, float* buffer) noexcept {
   using G = GemmShape<Arch>;
   const std::size_t k = w.cols;
-  for (std::size_t j = 0; j < G::nc; ++j) {
-    float* sub = panel + (j / G::nr) * k * G::nr + (j % G::nr);
-    if (n0 + j >= w.rows) {
-      for (std::size_t kk = 0; kk < k; ++kk) sub[kk * G::nr] = 0.0f;
-      continue;
+  for (std::size_t k0 = 0; k0 < k; k0 += G::pack_depth) {
+    const std::size_t depth = std::min(G::pack_depth, k - k0);
+    for (std::size_t j = 0; j < G::nc; ++j) {
+      float* dst = buffer + j * G::pack_depth;
+      if (n0 + j < w.rows) widen_row<Arch>(w, n0 + j, k0, depth, dst);
+      else std::fill(dst, dst + depth, 0.0f);
     }
-    widen_row<Arch>(w, n0 + j, row_buffer);
-    for (std::size_t kk = 0; kk < k; ++kk) sub[kk * G::nr] = row_buffer[kk];
+    for (std::size_t j = 0; j < G::nc; j += G::nr) {
+      float* sub = panel + (j / G::nr) * k * G::nr + k0 * G::nr;
+      for (std::size_t kk = 0; kk < depth; ++kk)
+        for (std::size_t c = 0; c < G::nr; ++c) sub[kk * G::nr + c] = buffer[(j + c) * G::pack_depth + kk];
+    }
   }
 }
 
-/// MR x NR block of y from MR activation rows and one packed sub-panel, over all of k.
-template <class Arch, std::size_t MR>
-inline void gemm_micro(const float* x, std::size_t ldx, std::size_t k, const float* sub, float* y, std::size_t ldy,
-                       std::size_t valid_cols) noexcept {
+/// Packs activation rows [m0, m0 + mr) as [k][mr] floats (rows past m are
+/// zero), so the micro-kernel reads one contiguous stream instead of mr
+/// rows a page apart.
+template <class Arch>
+inline void pack_rows(const float* x, std::size_t ldx, std::size_t m, std::size_t k, std::size_t m0,
+                      float* packed) noexcept {
+  constexpr std::size_t MR = GemmShape<Arch>::mr;
+  for (std::size_t r = 0; r < MR; ++r) {
+    if (m0 + r >= m) {
+      for (std::size_t kk = 0; kk < k; ++kk) packed[kk * MR + r] = 0.0f;
+      continue;
+    }
+    const float* row = x + (m0 + r) * ldx;
+    for (std::size_t kk = 0; kk < k; ++kk) packed[kk * MR + r] = row[kk];
+  }
+}
+
+/// MR x NR block of y from a packed slice of MR activation rows and a packed
+/// sub-panel slice, both of depth k; adds to y when `accumulate` (every
+/// slice after the first). Writes `rows` rows and `cols` columns.
+template <class Arch>
+inline void gemm_micro(const float* xp, std::size_t k, const float* sub, float* y, std::size_t ldy, std::size_t rows,
+                       std::size_t cols, bool accumulate) noexcept {
   using S = Simd<Arch>;
   using G = GemmShape<Arch>;
   using vec = typename S::vec;
   constexpr std::size_t L = S::lanes;
   constexpr std::size_t NV = G::nr_vectors;
+  constexpr std::size_t MR = G::mr;
   vec acc[MR][NV];
   for (std::size_t r = 0; r < MR; ++r)
     for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::zero();
@@ -223,29 +258,21 @@ inline void gemm_micro(const float* x, std::size_t ldx, std::size_t k, const flo
     vec b[NV];
     for (std::size_t v = 0; v < NV; ++v) b[v] = S::load(sub + kk * G::nr + v * L);
     for (std::size_t r = 0; r < MR; ++r) {
-      const vec a = S::broadcast(x[r * ldx + kk]);
+      const vec a = S::broadcast(xp[kk * MR + r]);
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::fma(a, b[v], acc[r][v]);
     }
   }
-  if (valid_cols == G::nr) {
+  if (rows == MR && cols == G::nr) {
     for (std::size_t r = 0; r < MR; ++r)
-      for (std::size_t v = 0; v < NV; ++v) S::store(y + r * ldy + v * L, acc[r][v]);
+      for (std::size_t v = 0; v < NV; ++v)
+        S::store(y + r * ldy + v * L, accumulate ? acc[r][v] + S::load(y + r * ldy + v * L) : acc[r][v]);
   } else {
     alignas(64) float tmp[G::nr];
-    for (std::size_t r = 0; r < MR; ++r) {
+    for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t v = 0; v < NV; ++v) S::store(tmp + v * L, acc[r][v]);
-      std::memcpy(y + r * ldy, tmp, valid_cols * sizeof(float));
+      for (std::size_t c = 0; c < cols; ++c) y[r * ldy + c] = accumulate ? y[r * ldy + c] + tmp[c] : tmp[c];
     }
   }
-}
-
-template <class Arch, std::size_t MR>
-inline void gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t k, const float* sub, float* y,
-                      std::size_t ldy, std::size_t valid_cols) noexcept {
-  if constexpr (MR > 1) {
-    if (rows < MR) return gemm_rows<Arch, MR - 1>(rows, x, ldx, k, sub, y, ldy, valid_cols);
-  }
-  gemm_micro<Arch, MR>(x, ldx, k, sub, y, ldy, valid_cols);
 }
 
 template <class Arch>
@@ -253,19 +280,27 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const WeightMat
                  ThreadPool& pool) noexcept {
   using G = GemmShape<Arch>;
   const std::size_t k = w.cols, n = w.rows;
+  // Phase 1: the activations, packed once for all column panels.
+  const std::size_t row_blocks = (m + G::mr - 1) / G::mr;
+  auto* xp = static_cast<float*>(pool.shared_scratch(row_blocks * G::mr * k * sizeof(float)));
+  pool.parallel_for(row_blocks, [&](std::size_t b, std::size_t) {
+    pack_rows<Arch>(x, ldx, m, k, b * G::mr, xp + b * G::mr * k);
+  });
+  // Phase 2: one task per panel of nc output columns: widen and pack the
+  // panel's weights once, then run every row block over its sub-panels. (A
+  // depth-blocked order that keeps a sub-panel slice in L1 measured slower
+  // here: the packed rows then stream from L2 once per sub-panel.)
   const std::size_t tasks = (n + G::nc - 1) / G::nc;
   const std::size_t panel_floats = G::nc * k;
   pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
-    float* panel = static_cast<float*>(pool.scratch(worker, (panel_floats + k) * sizeof(float)));
+    float* panel = static_cast<float*>(pool.scratch(worker, (panel_floats + G::nc * G::pack_depth) * sizeof(float)));
     const std::size_t n0 = task * G::nc;
     pack_panel<Arch>(w, n0, panel, panel + panel_floats);
     const std::size_t cols = std::min(G::nc, n - n0);
-    for (std::size_t m0 = 0; m0 < m; m0 += G::mr) {
-      const std::size_t rows = std::min(G::mr, m - m0);
+    for (std::size_t b = 0; b < row_blocks; ++b)
       for (std::size_t j = 0; j < cols; j += G::nr)
-        gemm_rows<Arch, G::mr>(rows, x + m0 * ldx, ldx, k, panel + (j / G::nr) * k * G::nr, y + m0 * ldy + n0 + j,
-                               ldy, std::min(G::nr, cols - j));
-    }
+        gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + b * G::mr * ldy + n0 + j, ldy,
+                         std::min(G::mr, m - b * G::mr), std::min(G::nr, cols - j), false);
   });
 }
 
