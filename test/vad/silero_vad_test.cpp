@@ -67,9 +67,11 @@ TEST_CASE("Silero VAD: a stream window by window equals the whole-signal call; r
   std::vector<float> streamed;
   for (std::size_t i = 0; i < 100; ++i) streamed.push_back(stream.process(first.subspan(i * 512, 512)));
   CHECK(streamed == whole);
-  CHECK(std::any_of(stream.state().begin(), stream.state().end(), [](float x) { return x != 0.0f; }));
+  const auto carried = stream.state();  // a copy: begin() and end() of one array
+  CHECK(std::any_of(carried.begin(), carried.end(), [](float x) { return x != 0.0f; }));
   stream.reset();
-  CHECK(std::all_of(stream.state().begin(), stream.state().end(), [](float x) { return x == 0.0f; }));
+  const auto fresh = stream.state();
+  CHECK(std::all_of(fresh.begin(), fresh.end(), [](float x) { return x == 0.0f; }));
   CHECK(stream.process(first.first(512)) == whole[0]);
   CHECK_THROWS_AS(stream.process(first.first(480)), izwi::invalid_argument);
 }
