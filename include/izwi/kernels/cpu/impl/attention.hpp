@@ -61,10 +61,27 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
   std::fill(run_sum, run_sum + n_queries, 0.0f);
 
   const std::size_t last_position = seq.num_computed + task.t1 - 1;
+  const std::size_t elem_bytes = dtype_size(shape.cache_dtype), row_bytes = D * elem_bytes;
   const float* k_rows[TK];
   const float* v_rows[TK];
+  // A head's rows are a cache-row apart and scattered over blocks, which the
+  // hardware prefetchers do not follow: fetch the next tile while this one
+  // is computed (the difference between latency- and bandwidth-bound decode).
+  const auto prefetch_tile = [&](std::size_t first) {
+    const std::size_t end = std::min(first + TK, last_position + 1);
+    for (std::size_t pos = first; pos < end; ++pos) {
+      const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
+      const std::size_t byte = (slot * row_elements + task.kv_head * D) * elem_bytes;
+      for (std::size_t line = 0; line < row_bytes; line += 64) {
+        __builtin_prefetch(kv.keys + byte + line);
+        __builtin_prefetch(kv.values + byte + line);
+      }
+    }
+  };
+  prefetch_tile(0);
   for (std::size_t j0 = 0; j0 <= last_position; j0 += TK) {
     const std::size_t nj = std::min(TK, last_position + 1 - j0);
+    if (j0 + TK <= last_position) prefetch_tile(j0 + TK);
     for (std::size_t j = 0; j < nj; ++j) {
       const std::size_t pos = j0 + j;
       const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
