@@ -130,26 +130,41 @@ class GgufParser {
 
   std::uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
 
-  void need(std::uint64_t n, const std::string& what) const {
+  static constexpr std::uint64_t no_element = ~std::uint64_t{0};
+
+  // Error texts are built only when a read fails: `what` names the field and
+  // `element` (when not no_element) the array position, so reading a
+  // 151936-entry vocabulary costs no string building.
+  static std::string field_name(std::string_view what, std::uint64_t element, std::string_view suffix = {}) {
+    std::string text(what);
+    if (element != no_element) text += "[" + std::to_string(element) + "]";
+    text += suffix;
+    return text;
+  }
+
+  void need(std::uint64_t n, std::string_view what, std::uint64_t element = no_element, std::string_view suffix = {}) const {
     if (n > remaining())
-      fail("truncated: " + what + " needs " + std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
-           " but the file has " + std::to_string(remaining()) + " left");
+      fail("truncated: " + field_name(what, element, suffix) + " needs " + std::to_string(n) + " bytes at offset " +
+           std::to_string(pos_) + " but the file has " + std::to_string(remaining()) + " left");
   }
 
   template <class T>
-  T read_raw(const std::string& what) {
-    need(sizeof(T), what);
+  T read_raw(std::string_view what, std::uint64_t element = no_element) {
+    need(sizeof(T), what, element);
     T v;
     std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return v;
   }
-  std::uint32_t read_u32(const std::string& what) { return read_raw<std::uint32_t>(what); }
-  std::uint64_t read_u64(const std::string& what) { return read_raw<std::uint64_t>(what); }
+  std::uint32_t read_u32(std::string_view what) { return read_raw<std::uint32_t>(what); }
+  std::uint64_t read_u64(std::string_view what) { return read_raw<std::uint64_t>(what); }
 
-  std::string read_string(const std::string& what) {
-    const std::uint64_t length = read_u64(what + " (string length)");
-    need(length, what + " (string of " + std::to_string(length) + " bytes)");
+  std::string read_string(std::string_view what, std::uint64_t element = no_element) {
+    need(8, what, element, " (string length)");
+    std::uint64_t length;
+    std::memcpy(&length, bytes_.data() + pos_, 8);
+    pos_ += 8;
+    if (length > remaining()) need(length, what, element, " (string of " + std::to_string(length) + " bytes)");
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<std::size_t>(length));
     pos_ += static_cast<std::size_t>(length);
     return s;
@@ -183,54 +198,54 @@ class GgufParser {
     if (element == GgufValueType::string) {
       std::vector<std::string> v;
       v.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) v.push_back(read_string(what + "[" + std::to_string(i) + "]"));
+      for (std::size_t i = 0; i < n; ++i) v.push_back(read_string(what, i));
       return GgufValue::strings(std::move(v));
     }
     if (element == GgufValueType::boolean) {
       std::vector<bool> v;
       v.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) v.push_back(read_bool(what));
+      for (std::size_t i = 0; i < n; ++i) v.push_back(read_bool(what, i));
       return GgufValue::booleans(std::move(v));
     }
     if (gguf_is_float(element)) {
       std::vector<double> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = read_float(element, what);
+      for (std::size_t i = 0; i < n; ++i) v[i] = read_float(element, what, i);
       return GgufValue::floats(element, std::move(v));
     }
     if (gguf_is_unsigned(element)) {
       std::vector<std::uint64_t> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = read_unsigned(element, what);
+      for (std::size_t i = 0; i < n; ++i) v[i] = read_unsigned(element, what, i);
       return GgufValue::unsigned_integers(element, std::move(v));
     }
     std::vector<std::int64_t> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = read_signed(element, what);
+    for (std::size_t i = 0; i < n; ++i) v[i] = read_signed(element, what, i);
     return GgufValue::integers(element, std::move(v));
   }
 
-  bool read_bool(const std::string& what) {
+  bool read_bool(std::string_view what, std::uint64_t element = no_element) {
     const std::size_t at = pos_;
-    const auto b = read_raw<std::uint8_t>(what);
-    if (b > 1) fail_at(at, what + ": bool byte " + std::to_string(b) + " is neither 0 nor 1");
+    const auto b = read_raw<std::uint8_t>(what, element);
+    if (b > 1) fail_at(at, field_name(what, element) + ": bool byte " + std::to_string(b) + " is neither 0 nor 1");
     return b == 1;
   }
-  double read_float(GgufValueType t, const std::string& what) {
-    if (t == GgufValueType::float32) return static_cast<double>(read_raw<float>(what));
-    return read_raw<double>(what);
+  double read_float(GgufValueType t, std::string_view what, std::uint64_t element = no_element) {
+    if (t == GgufValueType::float32) return static_cast<double>(read_raw<float>(what, element));
+    return read_raw<double>(what, element);
   }
-  std::uint64_t read_unsigned(GgufValueType t, const std::string& what) {
+  std::uint64_t read_unsigned(GgufValueType t, std::string_view what, std::uint64_t element = no_element) {
     switch (t) {
-      case GgufValueType::uint8: return read_raw<std::uint8_t>(what);
-      case GgufValueType::uint16: return read_raw<std::uint16_t>(what);
-      case GgufValueType::uint32: return read_raw<std::uint32_t>(what);
-      default: return read_raw<std::uint64_t>(what);
+      case GgufValueType::uint8: return read_raw<std::uint8_t>(what, element);
+      case GgufValueType::uint16: return read_raw<std::uint16_t>(what, element);
+      case GgufValueType::uint32: return read_raw<std::uint32_t>(what, element);
+      default: return read_raw<std::uint64_t>(what, element);
     }
   }
-  std::int64_t read_signed(GgufValueType t, const std::string& what) {
+  std::int64_t read_signed(GgufValueType t, std::string_view what, std::uint64_t element = no_element) {
     switch (t) {
-      case GgufValueType::int8: return read_raw<std::int8_t>(what);
-      case GgufValueType::int16: return read_raw<std::int16_t>(what);
-      case GgufValueType::int32: return read_raw<std::int32_t>(what);
-      default: return read_raw<std::int64_t>(what);
+      case GgufValueType::int8: return read_raw<std::int8_t>(what, element);
+      case GgufValueType::int16: return read_raw<std::int16_t>(what, element);
+      case GgufValueType::int32: return read_raw<std::int32_t>(what, element);
+      default: return read_raw<std::int64_t>(what, element);
     }
   }
 
