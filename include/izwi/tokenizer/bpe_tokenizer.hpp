@@ -25,6 +25,7 @@
 #include <izwi/core/ids.hpp>
 #include <izwi/tokenizer/detail/bpe_merge.hpp>
 #include <izwi/tokenizer/detail/qwen2_split.hpp>
+#include <izwi/tokenizer/detail/token_index.hpp>
 #include <izwi/tokenizer/tokenizer_error.hpp>
 
 #include <array>
@@ -35,7 +36,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace izwi::tokenizer {
@@ -114,10 +114,6 @@ class BpeTokenizer {
     enum Flags : std::uint8_t { present = 1, added = 2, special = 4 };
     std::uint8_t flags = 0;
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
 
   BpeTokenizer() = default;
   void encode_section(std::string_view section, std::vector<TokenId>& out, std::string& normalized,
@@ -128,7 +124,11 @@ class BpeTokenizer {
 
   std::string source_;
   std::vector<TokenEntry> tokens_;
-  std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>> token_ids_;
+  detail::TokenIndex vocab_index_;  ///< vocabulary spelling -> id (added tokens: see token_to_id)
+  /// The vocabulary id spelled `spelling`, or -1.
+  TokenId find_vocab(std::string_view spelling) const noexcept {
+    return vocab_index_.find(spelling, [this](TokenId id) { return std::string_view(tokens_[static_cast<std::size_t>(id)].spelling); });
+  }
   std::vector<AddedToken> added_;
   std::array<std::vector<std::uint32_t>, 256> added_by_first_byte_;  ///< indices into added_, longest first
   detail::MergeTable merges_;

@@ -209,7 +209,10 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
   if (max_id > max_supported_id)
     in.fail_semantic("token id " + std::to_string(max_id) + " is larger than " + std::to_string(max_supported_id));
   tok.tokens_.resize(static_cast<std::size_t>(max_id) + 1);
-  tok.token_ids_.reserve(vocab.size() + tok.added_.size());
+  tok.vocab_index_.reserve(vocab.size());
+  const auto spelling_of = [&tok](TokenId id) {
+    return std::string_view(tok.tokens_[static_cast<std::size_t>(id)].spelling);
+  };
   for (auto& [spelling, id] : vocab) {
     TokenEntry& e = tok.tokens_[static_cast<std::size_t>(id)];
     if (e.flags & TokenEntry::present)
@@ -229,9 +232,9 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
     }
     e.bytes = in_alphabet ? std::move(bytes) : spelling;
     e.flags = TokenEntry::present;
-    if (!tok.token_ids_.emplace(spelling, id).second)
-      in.fail_semantic("vocabulary: token " + detail::quoted(spelling) + " appears twice");
     e.spelling = std::move(spelling);
+    if (!tok.vocab_index_.insert(e.spelling, id, spelling_of))
+      in.fail_semantic("vocabulary: token " + detail::quoted(e.spelling) + " appears twice");
   }
   for (std::size_t i = 0; i < tok.added_.size(); ++i) {
     const AddedToken& t = tok.added_[i];
@@ -239,7 +242,6 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
     if (!(e.flags & TokenEntry::present)) e.spelling = t.content;
     e.bytes = t.content;  // added tokens decode to their text, not through the byte alphabet
     e.flags |= TokenEntry::present | TokenEntry::added | (t.special ? TokenEntry::special : 0);
-    tok.token_ids_.try_emplace(t.content, t.id);
     tok.added_by_first_byte_[static_cast<unsigned char>(t.content[0])].push_back(static_cast<std::uint32_t>(i));
   }
   for (auto& list : tok.added_by_first_byte_)
@@ -248,11 +250,11 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
     });
 
   for (int b = 0; b < 256; ++b) {
-    const auto it = tok.token_ids_.find(alphabet.utf8_of_byte[b]);
-    if (it == tok.token_ids_.end())
+    const TokenId id = tok.find_vocab(alphabet.utf8_of_byte[b]);
+    if (id < 0)
       in.fail_semantic("vocabulary: the byte-level symbol for byte " + std::to_string(b) + " (" +
                        detail::quoted(alphabet.utf8_of_byte[b]) + ") is missing; not a byte-level BPE vocabulary");
-    tok.byte_token_[b] = it->second;
+    tok.byte_token_[b] = id;
   }
 
   tok.merges_.reserve(merge_parts.size());
@@ -261,11 +263,11 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
     const std::string& left = merge_parts[rank].first;  // not a structured binding: clang 14 cannot capture those
     const std::string& right = merge_parts[rank].second;
     auto id_of = [&](const std::string& s) {
-      const auto it = tok.token_ids_.find(s);
-      if (it == tok.token_ids_.end())
+      const TokenId id = tok.find_vocab(s);
+      if (id < 0)
         in.fail_semantic("merge " + std::to_string(rank) + " (" + detail::quoted(left) + " " + detail::quoted(right) +
                          "): " + detail::quoted(s) + " is not in the vocabulary");
-      return it->second;
+      return id;
     };
     const TokenId left_id = id_of(left);
     const TokenId right_id = id_of(right);
@@ -317,8 +319,8 @@ inline void BpeTokenizer::encode_piece(std::string_view piece, std::vector<Token
     std::string spelled;
     const auto& alphabet = detail::byte_level_alphabet();
     for (const char c : piece) spelled += alphabet.utf8_of_byte[static_cast<unsigned char>(c)];
-    if (const auto it = token_ids_.find(spelled); it != token_ids_.end()) {
-      out.push_back(it->second);
+    if (const TokenId id = find_vocab(spelled); id >= 0) {
+      out.push_back(id);
       return;
     }
   }
@@ -387,9 +389,10 @@ inline std::string BpeTokenizer::decode(std::span<const TokenId> ids, const Deco
 }
 
 inline std::optional<TokenId> BpeTokenizer::token_to_id(std::string_view token) const {
-  const auto it = token_ids_.find(token);
-  if (it == token_ids_.end()) return std::nullopt;
-  return it->second;
+  if (const TokenId id = find_vocab(token); id >= 0) return id;
+  for (const AddedToken& t : added_)
+    if (t.content == token) return t.id;
+  return std::nullopt;
 }
 
 inline std::string_view BpeTokenizer::id_to_token(TokenId id) const noexcept {
