@@ -122,6 +122,7 @@ TEST_CASE("speech segments: rules on hand-made probabilities", "[vad][segments]"
 }
 
 TEST_CASE("speech segments from Silero on jfk.wav cover the speech", "[vad][segments][silero]") {
+  if (vad_test::skip_without_fixtures()) return;
   const auto samples = vad_test::read_wav_16k_mono(vad_test::fixtures() / "audio/jfk.wav");
   const auto vad = izwi::models::SileroVad::load(vad_test::silero_weights());
   const auto segments = izwi::audio::speech_segments(vad.speech_probabilities(samples), samples.size());

@@ -23,6 +23,14 @@ inline std::filesystem::path output_dir() { return IZWI_VAD_TEST_OUTPUT_DIR; }
 inline std::filesystem::path silero_weights() { return source_dir() / "assets/silero-vad/silero_vad_v5_16k.safetensors"; }
 inline std::filesystem::path silero_onnx() { return fixtures() / "silero-vad/silero_vad_16k_op15.onnx"; }
 
+/// True (after a WARN saying why) when ../shared/fixtures is absent: the
+/// caller returns, and the test reports itself skipped.
+inline bool skip_without_fixtures() {
+  if (std::filesystem::exists(fixtures() / "audio/jfk.wav")) return false;
+  WARN("skipped: fixtures not found at " << fixtures().string());
+  return true;
+}
+
 /// Mono float samples of a 16 kHz fixture; FAILs the test if unreadable.
 inline std::vector<float> read_wav_16k_mono(const std::filesystem::path& path) {
   SF_INFO info{};
