@@ -92,6 +92,13 @@ struct Simd {
     return vec(sum_each_avx512_impl(r));
   }
 #endif
+  /// v with lanes from `count` on replaced by `fill` (masking a partial tile).
+  static vec keep_first(vec v, std::size_t count, float fill) noexcept {
+    if (count >= lanes) return v;
+    alignas(64) static constexpr float lane_index[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    static_assert(lanes <= 16);
+    return xsimd::select(vec::load_aligned(lane_index) < vec(static_cast<float>(count)), v, vec(fill));
+  }
   static float max_element(vec v) noexcept {
     alignas(64) float lanes_out[lanes];
     v.store_aligned(lanes_out);
@@ -164,6 +171,7 @@ struct Simd<ScalarArch> {
   static vec exp(vec v) noexcept { return std::exp(v); }
   static float sum(vec v) noexcept { return v; }
   static vec sum_each(const vec* v) noexcept { return v[0]; }
+  static vec keep_first(vec v, std::size_t count, float fill) noexcept { return count >= 1 ? v : fill; }
   static float max_element(vec v) noexcept { return v; }
   static vec load_f16(const std::uint16_t* p) noexcept { return f16_to_f32(*p); }
   static vec load_bf16(const std::uint16_t* p) noexcept { return bf16_to_f32(*p); }

@@ -15,7 +15,7 @@ namespace izwi::kernels::cpu::detail {
 
 /// Query tokens per task: each widened K/V tile serves this many tokens
 /// times the heads of a group.
-inline constexpr std::size_t attention_query_block = 8;
+inline constexpr std::size_t attention_query_block = 32;
 /// Key positions per tile (a multiple of every vector width used).
 inline constexpr std::size_t attention_key_tile = 32;
 
@@ -118,11 +118,16 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
           for (std::size_t d = d_vec; d < D; ++d)
             for (std::size_t i = 0; i < L; ++i) scores[jg + i] += qv[d] * k_rows[jg + i][d];
         }
-        float tile_max = -std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < TK; ++j) {
-          scores[j] = j < visible ? scores[j] * scale : -std::numeric_limits<float>::infinity();
-          tile_max = std::max(tile_max, scores[j]);
+        // Scale, mask the keys this query may not see, and take the tile's maximum.
+        const vec vscale = S::broadcast(scale);
+        vec vtile_max = S::broadcast(-std::numeric_limits<float>::infinity());
+        for (std::size_t j = 0; j < TK; j += L) {
+          const std::size_t left = visible > j ? visible - j : 0;
+          const vec v = S::keep_first(S::load(scores + j) * vscale, left, -std::numeric_limits<float>::infinity());
+          S::store(scores + j, v);
+          vtile_max = S::max(vtile_max, v);
         }
+        const float tile_max = S::max_element(vtile_max);
         const float new_max = std::max(run_max[qi], tile_max);
         const float correction = std::exp(run_max[qi] - new_max);  // 0 on the first tile
         run_max[qi] = new_max;
@@ -135,9 +140,22 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
         }
         run_sum[qi] = run_sum[qi] * correction + S::sum(vsum);
         // acc = acc * correction + sum_j p_j v_j, a vector of head dims at a time.
+        // U vectors of head dims at once: independent FMA chains (one chain
+        // would wait on the FMA latency for every key).
         float* a = acc + qi * D;
         const vec vcorr = S::broadcast(correction);
-        for (std::size_t d = 0; d < d_vec; d += L) {
+        constexpr std::size_t U = 8;
+        std::size_t d = 0;
+        for (; d + U * L <= d_vec; d += U * L) {
+          vec sums[U];
+          for (std::size_t u = 0; u < U; ++u) sums[u] = S::load(a + d + u * L) * vcorr;
+          for (std::size_t j = 0; j < visible; ++j) {
+            const vec p = S::broadcast(scores[j]);
+            for (std::size_t u = 0; u < U; ++u) sums[u] = S::fma(p, S::load(v_rows[j] + d + u * L), sums[u]);
+          }
+          for (std::size_t u = 0; u < U; ++u) S::store(a + d + u * L, sums[u]);
+        }
+        for (; d < d_vec; d += L) {
           vec sum = S::load(a + d) * vcorr;
           for (std::size_t j = 0; j < visible; ++j) sum = S::fma(S::broadcast(scores[j]), S::load(v_rows[j] + d), sum);
           S::store(a + d, sum);
