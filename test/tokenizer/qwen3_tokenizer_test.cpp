@@ -42,6 +42,10 @@ TEST_CASE("qwen3 encodes known strings to the ids Hugging Face gives", "[tokeniz
   CHECK(plain.size() > 1);
   CHECK(std::find(plain.begin(), plain.end(), 151644) == plain.end());
   CHECK(tok.decode(plain) == "<|im_start|>");
+  // Added tokens not marked special are still recognised, as in Hugging Face.
+  const Ids mixed = tok.encode("<|im_end|><think>", {.parse_special_tokens = false});
+  CHECK(mixed.back() == 151667);
+  CHECK(std::find(mixed.begin(), mixed.end(), 151645) == mixed.end());
 }
 
 TEST_CASE("qwen3 normalizes to NFC before splitting", "[tokenizer][qwen3]") {

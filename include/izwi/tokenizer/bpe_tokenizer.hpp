@@ -52,9 +52,11 @@ struct AddedToken {
 };
 
 struct EncodeOptions {
-  /// Recognise added tokens in the text. false encodes "<|im_start|>" as
-  /// ordinary text (Hugging Face's split_special_tokens=True): use it for
-  /// untrusted user content that must not inject control tokens.
+  /// Recognise special added tokens in the text. false encodes
+  /// "<|im_start|>" and the other tokens marked special as ordinary text, as
+  /// Hugging Face's split_special_tokens=True does (added tokens not marked
+  /// special, such as <think>, are still recognised, also as there): use it
+  /// for untrusted user content that must not inject control tokens.
   bool parse_special_tokens = true;
 };
 
@@ -120,7 +122,8 @@ class BpeTokenizer {
                       detail::SplitScratch& scratch, std::vector<TokenId>& symbols) const;
   void encode_piece(std::string_view piece, std::vector<TokenId>& out, std::vector<TokenId>& symbols) const;
   /// Finds the leftmost-longest added token in text[from..]; returns its index or -1, with its span.
-  int find_added(std::string_view text, std::size_t from, std::size_t& begin, std::size_t& end) const;
+  int find_added(std::string_view text, std::size_t from, bool special_too, std::size_t& begin,
+                 std::size_t& end) const;
 
   std::string source_;
   std::vector<TokenEntry> tokens_;

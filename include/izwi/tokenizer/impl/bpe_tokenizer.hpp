@@ -277,12 +277,13 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
   return tok;
 }
 
-inline int BpeTokenizer::find_added(std::string_view text, std::size_t from, std::size_t& begin,
+inline int BpeTokenizer::find_added(std::string_view text, std::size_t from, bool special_too, std::size_t& begin,
                                     std::size_t& end) const {
   for (std::size_t pos = from; pos < text.size(); ++pos) {
     const auto& candidates = added_by_first_byte_[static_cast<unsigned char>(text[pos])];
     for (const std::uint32_t index : candidates) {  // longest first
       const AddedToken& t = added_[index];
+      if (t.special && !special_too) continue;
       if (text.compare(pos, t.content.size(), t.content) != 0) continue;
       std::size_t b = pos, e = pos + t.content.size();
       if (t.single_word) {
@@ -353,10 +354,10 @@ inline void BpeTokenizer::encode_into(std::string_view text, std::vector<TokenId
   detail::SplitScratch scratch;
   std::vector<TokenId> symbols;
   std::size_t pos = 0;
-  if (options.parse_special_tokens && !added_.empty()) {
+  if (!added_.empty()) {
     std::size_t begin = 0, end = 0;
     for (;;) {
-      const int index = find_added(text, pos, begin, end);
+      const int index = find_added(text, pos, options.parse_special_tokens, begin, end);
       if (index < 0) break;
       encode_section(text.substr(pos, begin - pos), out, normalized, scratch, symbols);
       out.push_back(added_[static_cast<std::size_t>(index)].id);
