@@ -6,9 +6,9 @@
 //
 // usage: node qwen3_reference.mjs NODE_MODULES IN.json OUT.json
 //   IN:  {"texts": [string...], "chats": [{"messages": [...], "add_generation_prompt": bool,
-//         "enable_thinking": bool}...]}
+//         "enable_thinking": bool}...], "id_lists": [[int...]...]}
 //   OUT: {"ids": [[int...]...], "decoded": [string...], "decoded_skip_special": [string...],
-//         "chats": [string...], "chat_ids": [[int...]...]}
+//         "chats": [string...], "chat_ids": [[int...]...], "id_lists_decoded": [string...]}
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ const { Template } = require('@huggingface/jinja');
 
 const tokenizer = fromPreTrained();
 const input = JSON.parse(readFileSync(inPath, 'utf8'));
-const out = { ids: [], decoded: [], decoded_skip_special: [], chats: [], chat_ids: [] };
+const out = { ids: [], decoded: [], decoded_skip_special: [], chats: [], chat_ids: [], id_lists_decoded: [] };
 for (const text of input.texts) {
   const ids = tokenizer.encode(text, { add_special_tokens: false });
   out.ids.push(ids);
@@ -45,4 +45,7 @@ for (const chat of input.chats) {
   out.chats.push(text);
   out.chat_ids.push(tokenizer.encode(text, { add_special_tokens: false }));
 }
+// Arbitrary id sequences: byte-level tokens that cut UTF-8 sequences apart,
+// so decoding must replace the broken ones exactly as TextDecoder does.
+for (const ids of input.id_lists ?? []) out.id_lists_decoded.push(tokenizer.decode(ids, { skip_special_tokens: false }));
 writeFileSync(outPath, JSON.stringify(out));

