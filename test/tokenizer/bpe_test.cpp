@@ -217,3 +217,35 @@ TEST_CASE("the rescan and heap merge loops agree on random rules and words", "[t
     }
   }
 }
+
+TEST_CASE("loading a damaged tokenizer.json either succeeds or throws tokenizer_error, never crashes",
+          "[tokenizer][bpe]") {
+  Spec spec;
+  spec.extra_tokens = {"ab", "abc"};
+  spec.merges = {{"a", "b"}, {"ab", "c"}};
+  spec.added_tokens = R"([{"id":300,"content":"<x>","special":true}])";
+  const std::string good = make_tokenizer_json(spec);
+  std::mt19937 rng(99);
+  int loaded = 0, refused = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string damaged = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % damaged.size();
+      switch (rng() % 3) {
+        case 0: damaged[at] = static_cast<char>(rng() % 256); break;       // overwrite a byte
+        case 1: damaged.erase(at, 1 + rng() % 8); break;                  // drop a few bytes
+        default: damaged.insert(at, 1, "{}[]\",:0\\u"[rng() % 11]); break;  // insert syntax
+      }
+    }
+    try {
+      const BpeTokenizer tok = BpeTokenizer::from_json(damaged, "damaged.json");
+      ++loaded;
+      (void)tok.decode(tok.encode("abc <x> abcab"));
+    } catch (const tokenizer_error&) {
+      ++refused;
+    }
+  }
+  CHECK(loaded + refused == 400);
+  CHECK(refused > 300);  // most damage is caught
+}

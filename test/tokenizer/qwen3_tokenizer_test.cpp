@@ -3,6 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <izwi/tokenizer/bpe_tokenizer.hpp>
+#include <izwi/tokenizer/detail/unicode.hpp>
+#include <izwi/tokenizer/detail/utf8.hpp>
+
+#include <algorithm>
+#include <random>
 
 #include "tokenizer_test_support.hpp"
 
@@ -78,4 +83,30 @@ TEST_CASE("encode refuses text that is not UTF-8", "[tokenizer][qwen3]") {
   CHECK_THROWS_AS(tok.encode("ab\xff"), izwi::invalid_argument);
   CHECK_THROWS_WITH(tok.encode("ab\xc3"), Catch::Contains("not valid UTF-8") && Catch::Contains("byte 2"));
   CHECK_THROWS_AS(tok.encode("\xed\xa0\x80"), izwi::invalid_argument);  // a surrogate
+}
+
+TEST_CASE("qwen3 decode(encode(s)) == NFC(s) for random code points from every plane", "[tokenizer][qwen3]") {
+  IZWI_REQUIRE_QWEN3_OR_SKIP();
+  const BpeTokenizer& tok = *izwi_tokenizer_test::qwen3();
+  std::mt19937 rng(2026);
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const int length = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < length; ++i) {
+      char32_t cp;
+      switch (rng() % 4) {
+        case 0: cp = 0x20 + rng() % 0x60; break;   // ASCII
+        case 1: cp = rng() % 0x3000; break;        // Latin to CJK symbols, controls and combining marks included
+        case 2: cp = 0x3000 + rng() % 0xD000; break;
+        default: cp = 0x10000 + rng() % 0x100000; break;
+      }
+      if (cp >= 0xD800 && cp <= 0xDFFF) cp = 'x';  // surrogates are not scalar values
+      izwi::tokenizer::detail::append_utf8(text, cp);
+    }
+    std::string nfc;
+    izwi::tokenizer::detail::append_nfc(nfc, text);
+    const Ids ids = tok.encode(text);
+    REQUIRE(tok.decode(ids) == nfc);
+    for (const TokenId id : ids) REQUIRE((id >= 0 && static_cast<std::size_t>(id) < tok.vocab_size()));
+  }
 }
