@@ -32,6 +32,13 @@ TEST_CASE("qwen3 tokenizer.json loads with its vocabulary, merges and added toke
   CHECK_FALSE(tok.is_special(151667));  // <think> is added but not special
   CHECK(tok.is_added(151667));
   CHECK_FALSE(tok.is_added(1879));
+  // Merge rules by rank, as the file lists them: [["Ġ","Ġ"],["ĠĠ","ĠĠ"],["i","n"], ...].
+  const auto [l0, r0] = tok.merge_rule(0);
+  CHECK(tok.id_to_token(l0) == "Ġ");
+  CHECK(tok.id_to_token(r0) == "Ġ");
+  const auto [l2, r2] = tok.merge_rule(2);
+  CHECK(std::string(tok.id_to_token(l2)) + " " + std::string(tok.id_to_token(r2)) == "i n");
+  CHECK_THROWS_AS(tok.merge_rule(tok.merge_count()), std::out_of_range);
 }
 
 TEST_CASE("qwen3 encodes known strings to the ids Hugging Face gives", "[tokenizer][qwen3]") {

@@ -36,6 +36,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace izwi::tokenizer {
@@ -104,7 +105,12 @@ class BpeTokenizer {
   /// One past the largest id of the vocabulary and the added tokens.
   std::size_t vocab_size() const noexcept { return tokens_.size(); }
   std::span<const AddedToken> added_tokens() const noexcept { return added_; }
-  std::size_t merge_count() const noexcept { return merges_.size(); }
+  std::size_t merge_count() const noexcept { return merge_rules_.size(); }
+
+  /// The merge rule of rank `rank` (0 is tried first) as the ids of its two
+  /// parts: id_to_token of each gives tokenizer.json's "left right" spelling
+  /// (what a GGUF writer stores as tokenizer.ggml.merges). rank < merge_count().
+  std::pair<TokenId, TokenId> merge_rule(std::size_t rank) const { return merge_rules_.at(rank); }
 
   /// Whether the text is NFC-normalized before splitting (tokenizer.json's normalizer).
   bool normalizes_nfc() const noexcept { return nfc_; }
@@ -135,6 +141,7 @@ class BpeTokenizer {
   std::vector<AddedToken> added_;
   std::array<std::vector<std::uint32_t>, 256> added_by_first_byte_;  ///< indices into added_, longest first
   detail::MergeTable merges_;
+  std::vector<std::pair<TokenId, TokenId>> merge_rules_;  ///< by rank, as in the file
   std::array<TokenId, 256> byte_token_{};  ///< id of each single byte's symbol
   bool nfc_ = false;
   bool ignore_merges_ = false;

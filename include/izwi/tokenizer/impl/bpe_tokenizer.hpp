@@ -258,6 +258,7 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
   }
 
   tok.merges_.reserve(merge_parts.size());
+  tok.merge_rules_.reserve(merge_parts.size());
   std::string joined;
   for (std::size_t rank = 0; rank < merge_parts.size(); ++rank) {
     const std::string& left = merge_parts[rank].first;  // not a structured binding: clang 14 cannot capture those
@@ -273,6 +274,7 @@ inline BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, std::str
     const TokenId right_id = id_of(right);
     joined.assign(left).append(right);
     tok.merges_.insert(left_id, right_id, {static_cast<std::uint32_t>(rank), id_of(joined)});
+    tok.merge_rules_.emplace_back(left_id, right_id);
   }
   return tok;
 }
