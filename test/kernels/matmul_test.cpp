@@ -47,11 +47,12 @@ void check_all_sizes(izwi::detail::ThreadPool& pool) {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
     const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 96, 160}
                                                              : std::vector<std::size_t>{1, 17, 67, 160};
-    for (std::size_t m : {1, 2, 3, 4, 5, 9, 19})
+    for (std::size_t m : {1, 2, 3, 4, 5, 9, 16, 19})
       for (std::size_t k : ks)
         for (std::size_t n : {1, 3, 37, 133}) check_matmul<Arch>(dtype, m, k, n, pool);
     check_matmul<Arch>(dtype, 3, ks.back(), 70, pool, 5, 3);   // GEMV with row strides
-    check_matmul<Arch>(dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
+    check_matmul<Arch>(dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMV, row groups, with row strides
+    check_matmul<Arch>(dtype, 21, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
   }
 }
 

@@ -11,9 +11,10 @@
 // length must be a multiple of 32.
 //
 // matmul() picks the algorithm from m, once per call:
-// - m <= gemv_max_rows (decode): GEMV. Each thread streams a range of weight
-//   rows exactly once, widening them in registers and multiplying them with
-//   all m activation rows; bound by memory bandwidth. Q8_0 widens the int8
+// - m <= gemv_max_rows (decode, batched decode): GEMV. Each thread streams a
+//   range of weight rows from memory exactly once, widening them in registers
+//   and multiplying them with all m activation rows (in groups of 4 over an
+//   L1-resident slice of weight rows); bound by memory bandwidth. Q8_0 widens the int8
 //   values to float and applies the block scale after 32 products (no
 //   quantization of the activations, so no extra error).
 // - more rows (prefill, batched decode): cache-blocked GEMM. A thread takes a
@@ -53,8 +54,9 @@ struct WeightMatrix {
   const std::byte* row(std::size_t r) const noexcept { return static_cast<const std::byte*>(data) + r * row_bytes(); }
 };
 
-/// Up to this many activation rows take the GEMV path.
-inline constexpr std::size_t gemv_max_rows = 4;
+/// Up to this many activation rows take the GEMV path (batched decode
+/// included: packing a GEMM panel costs more than it saves below this).
+inline constexpr std::size_t gemv_max_rows = 16;
 
 /// y[m][w.rows] = x[m][k] · wᵀ, with k == w.cols; x and y dense row-major and
 /// not overlapping.

@@ -155,12 +155,13 @@ inline void gemv_tile(const float* x, std::size_t ldx, const WeightMatrix& w, st
   }
 }
 
-/// Output columns [n0, n1) for R rows: C columns at a time (C x R = 4
-/// accumulators: enough independent FMA chains, few enough registers for AVX2).
+/// Output columns [n0, n1) for R rows: C columns at a time (4 to 8
+/// accumulators: enough independent FMA chains to hide the FMA latency when
+/// several rows make the tile compute-bound, few enough registers for AVX2).
 template <class Arch, std::size_t R>
 inline void gemv_columns(const float* x, std::size_t ldx, const WeightMatrix& w, std::size_t n0, std::size_t n1,
                          float* y, std::size_t ldy) noexcept {
-  constexpr std::size_t C = R == 1 ? 4 : R == 2 ? 2 : 1;
+  constexpr std::size_t C = R <= 2 ? 4 : 2;
   std::size_t n = n0;
   for (; n + C <= n1; n += C) gemv_tile<Arch, R, C>(x, ldx, w, n, y, ldy);
   for (; n < n1; ++n) gemv_tile<Arch, R, 1>(x, ldx, w, n, y, ldy);
@@ -175,16 +176,23 @@ inline void gemv(const float* x, std::size_t ldx, std::size_t m, const WeightMat
   std::size_t chunk = (n + pool.size() * 8 - 1) / (pool.size() * 8);
   chunk = std::max<std::size_t>(16, (chunk + 3) / 4 * 4);
   const std::size_t tasks = (n + chunk - 1) / chunk;
+  // With more than 4 activation rows, the rows go over the weights in groups
+  // of 4, one L1-sized slice of weight rows at a time: memory delivers each
+  // weight once, the later groups read it from L1.
+  const std::size_t slice = std::max<std::size_t>(4, (16384 / std::max<std::size_t>(1, w.row_bytes())) / 4 * 4);
   pool.parallel_for(tasks, [&](std::size_t task, std::size_t) {
     const std::size_t n0 = task * chunk, n1 = std::min(n, n0 + chunk);
-    for (std::size_t r = 0; r < m;) {
-      const float* xr = x + r * ldx;
-      float* yr = y + r * ldy;
-      switch (m - r) {
-        case 1: gemv_columns<Arch, 1>(xr, ldx, w, n0, n1, yr, ldy); r += 1; break;
-        case 2: gemv_columns<Arch, 2>(xr, ldx, w, n0, n1, yr, ldy); r += 2; break;
-        case 3: gemv_columns<Arch, 3>(xr, ldx, w, n0, n1, yr, ldy); r += 3; break;
-        default: gemv_columns<Arch, 4>(xr, ldx, w, n0, n1, yr, ldy); r += 4; break;
+    for (std::size_t s0 = n0; s0 < n1; s0 += slice) {
+      const std::size_t s1 = std::min(n1, s0 + slice);
+      for (std::size_t r = 0; r < m;) {
+        const float* xr = x + r * ldx;
+        float* yr = y + r * ldy;
+        switch (m - r) {
+          case 1: gemv_columns<Arch, 1>(xr, ldx, w, s0, s1, yr, ldy); r += 1; break;
+          case 2: gemv_columns<Arch, 2>(xr, ldx, w, s0, s1, yr, ldy); r += 2; break;
+          case 3: gemv_columns<Arch, 3>(xr, ldx, w, s0, s1, yr, ldy); r += 3; break;
+          default: gemv_columns<Arch, 4>(xr, ldx, w, s0, s1, yr, ldy); r += 4; break;
+        }
       }
     }
   });
