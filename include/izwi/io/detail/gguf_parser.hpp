@@ -64,7 +64,9 @@ class GgufParser {
       fail("metadata count " + std::to_string(metadata_count) + " is impossible: only " + std::to_string(remaining()) +
            " bytes follow the header");
 
-    out.metadata.reserve(static_cast<std::size_t>(metadata_count));
+    // Counts passed the check above, but an entry in memory is larger than its
+    // smallest form on disk: reserve a bounded amount and let real entries grow it.
+    out.metadata.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(metadata_count, reserve_limit)));
     std::set<std::string, std::less<>> keys;
     for (std::uint64_t i = 0; i < metadata_count; ++i) {
       const std::size_t key_at = pos_;
@@ -86,7 +88,7 @@ class GgufParser {
       out.alignment = a;
     }
 
-    out.tensors.reserve(static_cast<std::size_t>(tensor_count));
+    out.tensors.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(tensor_count, reserve_limit)));
     std::set<std::string, std::less<>> names;
     for (std::uint64_t i = 0; i < tensor_count; ++i) out.tensors.push_back(read_tensor_info(i, names, out.alignment));
 
@@ -131,6 +133,9 @@ class GgufParser {
   std::uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
 
   static constexpr std::uint64_t no_element = ~std::uint64_t{0};
+  /// Most entries or elements reserved before they are read (the vocabulary
+  /// arrays of real models are ~150k: 2^18 covers them without regrowth).
+  static constexpr std::uint64_t reserve_limit = 1u << 18;
 
   // Error texts are built only when a read fails: `what` names the field and
   // `element` (when not no_element) the array position, so reading a
@@ -194,31 +199,38 @@ class GgufParser {
     if (count > remaining() / min_bytes)
       fail(what + ": array of " + std::to_string(count) + " " + std::string(to_string(element)) +
            " elements cannot fit in the " + std::to_string(remaining()) + " bytes left");
+    // Elements are wider in memory than on disk (a u8 is held as 64 bits):
+    // reserve a bounded amount up front; the vectors grow only as far as
+    // bytes really present allow.
     const auto n = static_cast<std::size_t>(count);
+    const auto reserve = static_cast<std::size_t>(std::min<std::uint64_t>(count, reserve_limit));
     if (element == GgufValueType::string) {
       std::vector<std::string> v;
-      v.reserve(n);
+      v.reserve(reserve);
       for (std::size_t i = 0; i < n; ++i) v.push_back(read_string(what, i));
       return GgufValue::strings(std::move(v));
     }
     if (element == GgufValueType::boolean) {
       std::vector<bool> v;
-      v.reserve(n);
+      v.reserve(reserve);
       for (std::size_t i = 0; i < n; ++i) v.push_back(read_bool(what, i));
       return GgufValue::booleans(std::move(v));
     }
     if (gguf_is_float(element)) {
-      std::vector<double> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = read_float(element, what, i);
+      std::vector<double> v;
+      v.reserve(reserve);
+      for (std::size_t i = 0; i < n; ++i) v.push_back(read_float(element, what, i));
       return GgufValue::floats(element, std::move(v));
     }
     if (gguf_is_unsigned(element)) {
-      std::vector<std::uint64_t> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = read_unsigned(element, what, i);
+      std::vector<std::uint64_t> v;
+      v.reserve(reserve);
+      for (std::size_t i = 0; i < n; ++i) v.push_back(read_unsigned(element, what, i));
       return GgufValue::unsigned_integers(element, std::move(v));
     }
-    std::vector<std::int64_t> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = read_signed(element, what, i);
+    std::vector<std::int64_t> v;
+    v.reserve(reserve);
+    for (std::size_t i = 0; i < n; ++i) v.push_back(read_signed(element, what, i));
     return GgufValue::integers(element, std::move(v));
   }
 
