@@ -202,8 +202,11 @@ int main(int argc, char** argv) try {
   if (fs::exists(tokenizer_config))
     fs::copy_file(tokenizer_config, o.out / "tokenizer_config.json", fs::copy_options::overwrite_existing);
 
-  // Weights: normal(0, 0.02) for projections (as transformers' initializer
-  // range), norms near 1, embeddings at --logit-scale.
+  // Weights: projections normal(0, 0.1) -- larger than transformers' 0.02
+  // initializer so that attention and MLP outputs move the residual stream
+  // and the output depends on the context, not only on the last token --
+  // norms near 1, embeddings (and lm_head) at --logit-scale.
+  constexpr double kProjectionStd = 0.1;
   std::mt19937_64 rng(o.seed);
   std::map<std::string, std::pair<std::vector<std::uint64_t>, std::vector<float>>> tensors;
   auto add = [&](const std::string& name, std::vector<std::uint64_t> shape, double mean, double stddev) {
@@ -220,15 +223,15 @@ int main(int argc, char** argv) try {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {h}, 1.0, 0.1);
     add(p + "post_attention_layernorm.weight", {h}, 1.0, 0.1);
-    add(p + "self_attn.q_proj.weight", {q, h}, 0.0, 0.02 * 4);
-    add(p + "self_attn.k_proj.weight", {kv, h}, 0.0, 0.02 * 4);
-    add(p + "self_attn.v_proj.weight", {kv, h}, 0.0, 0.02 * 4);
-    add(p + "self_attn.o_proj.weight", {h, q}, 0.0, 0.02);
+    add(p + "self_attn.q_proj.weight", {q, h}, 0.0, kProjectionStd);
+    add(p + "self_attn.k_proj.weight", {kv, h}, 0.0, kProjectionStd);
+    add(p + "self_attn.v_proj.weight", {kv, h}, 0.0, kProjectionStd);
+    add(p + "self_attn.o_proj.weight", {h, q}, 0.0, kProjectionStd);
     add(p + "self_attn.q_norm.weight", {o.head_dim}, 1.0, 0.1);
     add(p + "self_attn.k_norm.weight", {o.head_dim}, 1.0, 0.1);
-    add(p + "mlp.gate_proj.weight", {o.intermediate, h}, 0.0, 0.02 * 4);
-    add(p + "mlp.up_proj.weight", {o.intermediate, h}, 0.0, 0.02 * 4);
-    add(p + "mlp.down_proj.weight", {h, o.intermediate}, 0.0, 0.02);
+    add(p + "mlp.gate_proj.weight", {o.intermediate, h}, 0.0, kProjectionStd);
+    add(p + "mlp.up_proj.weight", {o.intermediate, h}, 0.0, kProjectionStd);
+    add(p + "mlp.down_proj.weight", {h, o.intermediate}, 0.0, kProjectionStd);
   }
   add("model.norm.weight", {h}, 1.0, 0.1);
   if (!o.tied) add("lm_head.weight", {o.vocab, h}, 0.0, o.logit_scale);
