@@ -105,9 +105,9 @@ class JsonParser {
       ++pos_;
       skip_whitespace();
       JsonValue value = parse_value(depth);
-      // Small objects check for a repeated key as they go (the index is built
-      // at the end, where a repeat is found by sorting).
-      if (object.members_.size() < 16) {
+      // Small objects check for a repeated key as they go, to point at it;
+      // large ones find repeats when the index is built at the end.
+      if (object.members_.size() < detail::json_object_scan_limit) {
         for (const auto& member : object.members_)
           if (member.first == key) fail_at(key_at, "duplicate key '" + key + "' in an object");
       }
@@ -123,7 +123,7 @@ class JsonParser {
       }
       fail("expected ',' or '}' in an object");
     }
-    if (object.members_.size() > UINT32_MAX) fail("object with more than 2^32 members");
+    if (object.members_.size() >= UINT32_MAX) fail("object with 2^32 or more members");
     if (const std::string* repeated = object.build_index()) fail("duplicate key '" + *repeated + "' in an object");
     return JsonValue(std::move(object));
   }

@@ -2,8 +2,7 @@
 // Bodies of include/izwi/io/json.hpp (the parser itself is
 // detail/json_parser.hpp, included after this file).
 
-#include <algorithm>
-#include <numeric>
+#include <functional>
 
 namespace izwi::io {
 
@@ -26,16 +25,24 @@ inline std::string_view to_string(JsonKind kind) noexcept {
   return "unknown";
 }
 
+namespace detail {
+/// Objects up to this size are scanned rather than indexed.
+inline constexpr std::size_t json_object_scan_limit = 16;
+inline std::size_t json_key_hash(std::string_view key) noexcept { return std::hash<std::string_view>{}(key); }
+}  // namespace detail
+
 inline const JsonValue* JsonObject::find(std::string_view key) const noexcept {
-  if (sorted_.size() != members_.size()) {  // index not built (object under construction): scan
+  if (slots_.empty()) {  // small object (or one under construction): scan
     for (const auto& member : members_)
       if (member.first == key) return &member.second;
     return nullptr;
   }
-  const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), key,
-                                   [this](std::uint32_t i, std::string_view k) { return members_[i].first < k; });
-  if (it == sorted_.end() || members_[*it].first != key) return nullptr;
-  return &members_[*it].second;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = detail::json_key_hash(key) & mask;; i = (i + 1) & mask) {
+    const std::uint32_t slot = slots_[i];
+    if (slot == 0) return nullptr;
+    if (members_[slot - 1].first == key) return &members_[slot - 1].second;
+  }
 }
 
 inline bool JsonObject::contains(std::string_view key) const noexcept { return find(key) != nullptr; }
@@ -52,12 +59,26 @@ inline bool JsonObject::insert(std::string key, JsonValue value) {
 }
 
 inline const std::string* JsonObject::build_index() {
-  sorted_.resize(members_.size());
-  std::iota(sorted_.begin(), sorted_.end(), std::uint32_t{0});
-  std::sort(sorted_.begin(), sorted_.end(),
-            [this](std::uint32_t a, std::uint32_t b) { return members_[a].first < members_[b].first; });
-  for (std::size_t i = 1; i < sorted_.size(); ++i)
-    if (members_[sorted_[i - 1]].first == members_[sorted_[i]].first) return &members_[sorted_[i]].first;
+  slots_.clear();
+  if (members_.size() <= detail::json_object_scan_limit) {
+    for (std::size_t i = 1; i < members_.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (members_[i].first == members_[j].first) return &members_[i].first;
+    return nullptr;
+  }
+  std::size_t capacity = 2;
+  while (capacity < 2 * members_.size()) capacity *= 2;
+  slots_.assign(capacity, 0);
+  const std::size_t mask = capacity - 1;
+  for (std::size_t m = 0; m < members_.size(); ++m) {
+    std::size_t i = detail::json_key_hash(members_[m].first) & mask;
+    for (; slots_[i] != 0; i = (i + 1) & mask)
+      if (members_[slots_[i] - 1].first == members_[m].first) {
+        slots_.clear();
+        return &members_[m].first;
+      }
+    slots_[i] = static_cast<std::uint32_t>(m + 1);
+  }
   return nullptr;
 }
 
