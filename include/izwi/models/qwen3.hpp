@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,6 +71,13 @@ struct Qwen3LoadOptions {
   DType kv_cache_dtype = DType::f32;
   /// Load tokenizer.json when the directory has one.
   bool load_tokenizer = true;
+  /// Read every weight page once while loading, so that the first request
+  /// does not pay for page faults on a cold mapping (and a progress bar means
+  /// something).
+  bool prefault_weights = true;
+  /// Called after each layer with (bytes loaded, total bytes). Loading is not
+  /// the hot path, so a std::function is fine here.
+  std::function<void(std::size_t, std::size_t)> on_progress;
 };
 
 /// One layer's weights: views into the mapped checkpoint, norms as f32.

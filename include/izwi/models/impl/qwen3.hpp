@@ -102,18 +102,42 @@ struct GgufSource {
   bool has(const std::string& hf_name) const { return file->find_tensor(gguf_name(hf_name)) != nullptr; }
 };
 
+/// Touches one byte per page of a weight so the OS maps it in now; returns its size.
+inline std::size_t prefault(const kernels::cpu::WeightMatrix& w, bool touch) {
+  const std::size_t bytes = w.row_bytes() * w.rows;
+  if (touch) {
+    const auto* p = static_cast<const volatile unsigned char*>(w.data);
+    unsigned char sink = 0;
+    for (std::size_t i = 0; i < bytes; i += 4096) sink ^= p[i];
+    (void)sink;
+  }
+  return bytes;
+}
+
 template <class Source>
-void load_qwen3_weights(const Source& source, const Qwen3Config& c, kernels::cpu::WeightMatrix& embed,
-                        kernels::cpu::WeightMatrix& lm_head, std::vector<float>& final_norm,
-                        std::vector<Qwen3LayerWeights>& layers) {
+void load_qwen3_weights(const Source& source, const Qwen3Config& c, const Qwen3LoadOptions& options,
+                        kernels::cpu::WeightMatrix& embed, kernels::cpu::WeightMatrix& lm_head,
+                        std::vector<float>& final_norm, std::vector<Qwen3LayerWeights>& layers) {
   embed = source.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
-  if (c.tie_word_embeddings || !source.has("lm_head.weight"))
-    lm_head = embed;
-  else
-    lm_head = source.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
+  const bool tied = c.tie_word_embeddings || !source.has("lm_head.weight");
+  lm_head = tied ? embed : source.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   final_norm = source.vector("model.norm.weight", c.hidden_size);
   layers.clear();
   for (std::uint32_t l = 0; l < c.num_layers; ++l) layers.push_back(load_qwen3_layer(source, c, l));
+
+  // Progress by bytes of the big matrices, faulted in one layer at a time.
+  const bool touch = options.prefault_weights;
+  std::size_t total = embed.row_bytes() * embed.rows + (tied ? 0 : lm_head.row_bytes() * lm_head.rows);
+  for (const Qwen3LayerWeights& w : layers)
+    for (const auto* m : {&w.q_proj, &w.k_proj, &w.v_proj, &w.o_proj, &w.gate_proj, &w.up_proj, &w.down_proj})
+      total += m->row_bytes() * m->rows;
+  std::size_t done = prefault(embed, touch) + (tied ? 0 : prefault(lm_head, touch));
+  if (options.on_progress) options.on_progress(done, total);
+  for (const Qwen3LayerWeights& w : layers) {
+    for (const auto* m : {&w.q_proj, &w.k_proj, &w.v_proj, &w.o_proj, &w.gate_proj, &w.up_proj, &w.down_proj})
+      done += prefault(*m, touch);
+    if (options.on_progress) options.on_progress(done, total);
+  }
 }
 
 }  // namespace detail
@@ -135,7 +159,7 @@ inline Qwen3 Qwen3::from_directory(const std::filesystem::path& dir, const Qwen3
     for (std::int64_t id : generation->eos_token_ids) model.config_.eos_token_ids.push_back(static_cast<TokenId>(id));
   }
   model.kv_cache_dtype_ = options.kv_cache_dtype;
-  detail::load_qwen3_weights(detail::SafetensorsSource{directory.get()}, model.config_, model.embed_tokens_,
+  detail::load_qwen3_weights(detail::SafetensorsSource{directory.get()}, model.config_, options, model.embed_tokens_,
                              model.lm_head_, model.final_norm_, model.layers_);
   if (options.load_tokenizer)
     if (const auto tokenizer_json = directory->tokenizer_json_path())
@@ -153,8 +177,8 @@ inline Qwen3 Qwen3::from_gguf(const std::filesystem::path& path, const Qwen3Load
     if (const auto* eos = file->find_metadata("tokenizer.ggml.eos_token_id"))
       model.config_.eos_token_ids.push_back(static_cast<TokenId>(eos->as_int64()));
   model.kv_cache_dtype_ = options.kv_cache_dtype;
-  detail::load_qwen3_weights(detail::GgufSource{file.get()}, model.config_, model.embed_tokens_, model.lm_head_,
-                             model.final_norm_, model.layers_);
+  detail::load_qwen3_weights(detail::GgufSource{file.get()}, model.config_, options, model.embed_tokens_,
+                             model.lm_head_, model.final_norm_, model.layers_);
   // A tokenizer.json beside the file is used when present (GGUF's own
   // vocabulary is not read into a tokenizer here).
   if (options.load_tokenizer)
