@@ -39,6 +39,11 @@ if fresh; then
   echo "install-references: test/reference/node_modules is up to date with package-lock.json"
   exit 0
 fi
-echo "install-references: npm ci --ignore-scripts in test/reference"
-npm ci --ignore-scripts --no-audit --no-fund --loglevel=warn
+# `npm install` from the lockfile rather than `npm ci`: node-llama-cpp lists a
+# prebuilt binary per platform as optional dependencies, some of which the
+# registry does not serve at this version, and `npm ci` refuses a lockfile
+# without them. --omit=optional leaves out every other platform's (and every
+# GPU) binary: the CPU build for linux-x64 is a direct dependency.
+echo "install-references: npm install --ignore-scripts --omit=optional in test/reference"
+npm install --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=warn
 fresh
