@@ -30,9 +30,9 @@ template <class Arch>
 void check_attention(DType cache_dtype, std::size_t num_heads, std::size_t num_kv_heads, std::size_t head_dim,
                      std::size_t block_size) {
   // Sequences: {cached tokens, tokens this step}: decode steps, a fresh
-  // prefill, a chunk after a cached prefix, a long decode.
-  const std::vector<std::pair<std::size_t, std::size_t>> shape_of{{5, 1}, {0, 13}, {37, 11}, {0, 1}, {90, 1}, {3, 20}};
-  const std::size_t num_blocks = 256;  // enough for one-token blocks
+  // prefill, a chunk after a cached prefix, long decodes (split over context chunks).
+  const std::vector<std::pair<std::size_t, std::size_t>> shape_of{{5, 1}, {0, 13}, {37, 11}, {0, 1}, {90, 1}, {3, 20}, {250, 1}};
+  const std::size_t num_blocks = 512;  // enough for one-token blocks
   const std::size_t row = num_kv_heads * head_dim, elem = dtype_size(cache_dtype);
   std::vector<std::byte> keys(num_blocks * block_size * row * elem), values(keys.size());
   const KVLayerView kv{keys.data(), values.data()};

@@ -45,20 +45,25 @@ using KernelArch = std::conditional_t<std::is_same_v<xsimd::default_arch, xsimd:
 #if defined(__AVX512F__)
 /// 16 vectors of 16 floats -> the 16 sums, by halving twice across 128-bit
 /// lanes, a 4x4 transpose-add inside them, and one permute into row order.
+/// (A zero-masked shuffle with a full mask is the plain shuffle; GCC 12's
+/// unmasked ones warn about their internal undefined vector under -Wall.)
 inline __m512 sum_each_avx512_impl(const __m512* v) noexcept {
   __m512 x[8], y[4];
   for (int i = 0; i < 8; ++i)  // 128-bit lanes: [a0+a2, a1+a3, b0+b2, b1+b3]
-    x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
-                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+    x[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_maskz_shuffle_f32x4(0xffff, v[2 * i], v[2 * i + 1], 0xee));
   for (int i = 0; i < 4; ++i)  // 128-bit lane l of y[k]: four partial sums of row 4k + l
-    y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xdd));
-  const __m512 z0 = _mm512_add_ps(_mm512_unpacklo_ps(y[0], y[1]), _mm512_unpackhi_ps(y[0], y[1]));
-  const __m512 z1 = _mm512_add_ps(_mm512_unpacklo_ps(y[2], y[3]), _mm512_unpackhi_ps(y[2], y[3]));
+    y[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, x[2 * i], x[2 * i + 1], 0x88),
+                         _mm512_maskz_shuffle_f32x4(0xffff, x[2 * i], x[2 * i + 1], 0xdd));
+  const __m512 z0 =
+      _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xffff, y[0], y[1]), _mm512_maskz_unpackhi_ps(0xffff, y[0], y[1]));
+  const __m512 z1 =
+      _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xffff, y[2], y[3]), _mm512_maskz_unpackhi_ps(0xffff, y[2], y[3]));
   // Element e of 128-bit lane l now holds the sum of row 4e + l.
-  const __m512 w = _mm512_add_ps(_mm512_shuffle_ps(z0, z1, 0x44), _mm512_shuffle_ps(z0, z1, 0xee));
+  const __m512 w =
+      _mm512_add_ps(_mm512_maskz_shuffle_ps(0xffff, z0, z1, 0x44), _mm512_maskz_shuffle_ps(0xffff, z0, z1, 0xee));
   const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  return _mm512_permutexvar_ps(rows, w);
+  return _mm512_maskz_permutexvar_ps(0xffff, rows, w);
 }
 #endif
 
