@@ -42,11 +42,11 @@ void report_audio_seconds(benchmark::State& state, double audio_seconds_per_iter
 }
 
 void BM_whisper_log_mel_30s(benchmark::State& state) {
-  const whisper_log_mel frontend(static_cast<std::size_t>(state.range(0)));
+  const WhisperLogMel frontend(static_cast<std::size_t>(state.range(0)));
   const auto audio = speech_like(whisper_chunk_samples);
   std::vector<float> out(frontend.n_mels() * whisper_chunk_frames);
   for (auto _ : state) {
-    frontend.compute_into(audio, whisper_padding::pad_or_trim_30s, out);
+    frontend.compute_into(audio, WhisperPadding::pad_or_trim_30s, out);
     benchmark::DoNotOptimize(out.data());
   }
   report_audio_seconds(state, 30.0);
@@ -55,11 +55,11 @@ BENCHMARK(BM_whisper_log_mel_30s)->Arg(80)->Arg(128)->Unit(benchmark::kMilliseco
 
 // A 5 s request in a 30 s window: frames of padding skip their FFT.
 void BM_whisper_log_mel_5s_padded_to_30s(benchmark::State& state) {
-  const whisper_log_mel frontend(80);
+  const WhisperLogMel frontend(80);
   const auto audio = speech_like(5 * whisper_sample_rate);
   std::vector<float> out(frontend.n_mels() * whisper_chunk_frames);
   for (auto _ : state) {
-    frontend.compute_into(audio, whisper_padding::pad_or_trim_30s, out);
+    frontend.compute_into(audio, WhisperPadding::pad_or_trim_30s, out);
     benchmark::DoNotOptimize(out.data());
   }
   report_audio_seconds(state, 5.0);
@@ -68,9 +68,9 @@ BENCHMARK(BM_whisper_log_mel_5s_padded_to_30s)->Unit(benchmark::kMillisecond)->C
 
 void BM_real_fft_forward(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const real_fft fft(n);
-  fft_buffer<float> in(n);
-  fft_buffer<std::complex<float>> out(fft.bins());
+  const RealFft fft(n);
+  FftBuffer<float> in(n);
+  FftBuffer<std::complex<float>> out(fft.bins());
   const auto x = speech_like(n);
   std::copy(x.begin(), x.end(), in.data());
   for (auto _ : state) {
@@ -83,9 +83,9 @@ BENCHMARK(BM_real_fft_forward)->Arg(400)->Arg(512)->Arg(1280)->ComputeStatistics
 
 void BM_real_fft_double_forward(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const real_fft_double fft(n);
-  fft_buffer<double> in(n);
-  fft_buffer<std::complex<double>> out(fft.bins());
+  const RealFftDouble fft(n);
+  FftBuffer<double> in(n);
+  FftBuffer<std::complex<double>> out(fft.bins());
   const auto x = speech_like(n);
   std::copy(x.begin(), x.end(), in.data());
   for (auto _ : state) {
@@ -99,7 +99,7 @@ BENCHMARK(BM_real_fft_double_forward)->Arg(400)->ComputeStatistics("min", min_of
 void BM_stft_forward(benchmark::State& state) {
   const auto n_fft = static_cast<std::size_t>(state.range(0));
   const auto hop = static_cast<std::size_t>(state.range(1));
-  const stft transform({.n_fft = n_fft, .hop_length = hop}, hann_window(n_fft));
+  const Stft transform({.n_fft = n_fft, .hop_length = hop}, hann_window(n_fft));
   const auto audio = speech_like(10 * 16000);
   for (auto _ : state) {
     auto spectrum = transform.forward(audio);
@@ -112,7 +112,7 @@ BENCHMARK(BM_stft_forward)->Args({400, 160})->Args({1280, 320})->Unit(benchmark:
 void BM_istft(benchmark::State& state) {
   const auto n_fft = static_cast<std::size_t>(state.range(0));
   const auto hop = static_cast<std::size_t>(state.range(1));
-  const stft transform({.n_fft = n_fft, .hop_length = hop}, hann_window(n_fft));
+  const Stft transform({.n_fft = n_fft, .hop_length = hop}, hann_window(n_fft));
   const auto audio = speech_like(10 * 16000);
   const auto spectrum = transform.forward(audio);
   for (auto _ : state) {

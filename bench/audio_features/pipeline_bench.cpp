@@ -43,20 +43,20 @@ const std::vector<std::byte>& ten_minute_flac() {
       samples[2 * i] = voice + noise(rng);
       samples[2 * i + 1] = 0.8f * voice + noise(rng);
     }
-    return encode(samples, rate, channels, audio_format::flac);
+    return encode(samples, rate, channels, AudioFormat::flac);
   }();
   return bytes;
 }
 
 void run_pipeline(benchmark::State& state, const std::vector<std::byte>& file) {
-  const whisper_log_mel frontend(80);
+  const WhisperLogMel frontend(80);
   std::vector<float> features(frontend.n_mels() * whisper_chunk_frames);
   double audio_seconds = 0;
   for (auto _ : state) {
     const auto decoded = decode(std::span<const std::byte>(file), {.mono = true, .target_sample_rate = 16000});
     const std::span<const float> samples(decoded.audio.samples);
     for (std::size_t offset = 0; offset < samples.size(); offset += whisper_chunk_samples) {
-      frontend.compute_into(samples.subspan(offset), whisper_padding::pad_or_trim_30s, features);
+      frontend.compute_into(samples.subspan(offset), WhisperPadding::pad_or_trim_30s, features);
       benchmark::DoNotOptimize(features.data());
     }
     audio_seconds = decoded.info.duration_seconds;

@@ -49,7 +49,7 @@ const std::vector<std::byte>& jfk_flac() {
 // jfk.flac's audio repeated to 10 minutes, as 44.1 kHz stereo 24-bit FLAC.
 const std::vector<std::byte>& ten_minute_flac() {
   static const std::vector<std::byte> bytes = [] {
-    const audio_buffer jfk = decode(jfk_flac(), {.mono = false}).audio;
+    const AudioBuffer jfk = decode(jfk_flac(), {.mono = false}).audio;
     detail::memory_sink sink;
     SF_INFO info{};
     info.samplerate = 44100;
@@ -121,14 +121,14 @@ void BM_resample_44k1_to_16k(benchmark::State& state) {
 BENCHMARK(BM_resample_44k1_to_16k)->Unit(benchmark::kMillisecond);
 
 void BM_encode(benchmark::State& state) {
-  const auto format = static_cast<audio_format>(state.range(0));
+  const auto format = static_cast<AudioFormat>(state.range(0));
   const bool streamed = state.range(1) != 0;
   const auto& x = speech_24k();
   std::size_t bytes = 0;
   for (auto _ : state) {
     bytes = 0;
     if (streamed) {
-      streaming_encoder enc(format, 24000);
+      StreamingEncoder enc(format, 24000);
       for (std::size_t at = 0; at < x.size(); at += 2400)
         bytes += enc.push(std::span<const float>(x).subspan(at, std::min<std::size_t>(2400, x.size() - at))).size();
       bytes += enc.finish().size();
@@ -142,8 +142,8 @@ void BM_encode(benchmark::State& state) {
   set_rate(state, 60.0);
 }
 BENCHMARK(BM_encode)
-    ->ArgsProduct({{int(audio_format::wav), int(audio_format::pcm), int(audio_format::flac),
-                    int(audio_format::opus), int(audio_format::mp3)},
+    ->ArgsProduct({{int(AudioFormat::wav), int(AudioFormat::pcm), int(AudioFormat::flac),
+                    int(AudioFormat::opus), int(AudioFormat::mp3)},
                    {0, 1}})
     ->Unit(benchmark::kMillisecond);
 

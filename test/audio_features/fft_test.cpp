@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-using izwi::audio::real_fft;
+using izwi::audio::RealFft;
 
 namespace {
 
@@ -43,7 +43,7 @@ TEST_CASE("real_fft forward matches the direct DFT for sizes that occur (400, 51
           "[fft]") {
   for (std::size_t n : {400u, 512u, 1280u, 7u, 1u}) {
     const auto x = random_signal(n, static_cast<unsigned>(n));
-    const real_fft fft(n);
+    const RealFft fft(n);
     REQUIRE(fft.bins() == n / 2 + 1);
     std::vector<std::complex<float>> out(fft.bins());
     fft.forward(x, out);
@@ -60,7 +60,7 @@ TEST_CASE("real_fft forward matches the direct DFT for sizes that occur (400, 51
 
 TEST_CASE("real_fft inverse undoes forward, aligned or not", "[fft]") {
   for (std::size_t n : {400u, 512u, 1280u, 9u}) {
-    const real_fft fft(n);
+    const RealFft fft(n);
     // One float of offset defeats FFTW's alignment, exercising the unaligned plans.
     std::vector<float> storage = random_signal(n + 1, 7);
     const std::span<const float> x(storage.data() + 1, n);
@@ -77,8 +77,8 @@ TEST_CASE("real_fft inverse undoes forward, aligned or not", "[fft]") {
     CHECK(worst < 1e-6f);
 
     // The aligned path gives the same numbers to rounding.
-    izwi::audio::fft_buffer<float> aligned_in(n);
-    izwi::audio::fft_buffer<std::complex<float>> aligned_out(fft.bins());
+    izwi::audio::FftBuffer<float> aligned_in(n);
+    izwi::audio::FftBuffer<std::complex<float>> aligned_out(fft.bins());
     std::copy(x.begin(), x.end(), aligned_in.data());
     fft.forward(aligned_in.span(), aligned_out.span());
     float diff = 0;
@@ -88,9 +88,9 @@ TEST_CASE("real_fft inverse undoes forward, aligned or not", "[fft]") {
 }
 
 TEST_CASE("real_fft rejects bad sizes and mismatched buffers with invalid_argument", "[fft]") {
-  CHECK_THROWS_AS(real_fft(0), izwi::invalid_argument);
-  CHECK_THROWS_AS(real_fft(real_fft::max_size + 1), izwi::invalid_argument);
-  const real_fft fft(16);
+  CHECK_THROWS_AS(RealFft(0), izwi::invalid_argument);
+  CHECK_THROWS_AS(RealFft(RealFft::max_size + 1), izwi::invalid_argument);
+  const RealFft fft(16);
   std::vector<float> in(15);
   std::vector<std::complex<float>> out(9);
   CHECK_THROWS_AS(fft.forward(in, out), izwi::invalid_argument);
@@ -110,7 +110,7 @@ TEST_CASE("real_fft plans and transforms from many threads at once", "[fft][thre
       float w = 0;
       for (std::size_t i = 0; i < sizes.size(); ++i) {
         const std::size_t n = sizes[(i + t) % sizes.size()];
-        const real_fft fft(n);
+        const RealFft fft(n);
         const auto x = random_signal(n, static_cast<unsigned>(t * 100 + i));
         std::vector<std::complex<float>> bins(fft.bins());
         std::vector<float> back(n);

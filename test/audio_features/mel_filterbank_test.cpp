@@ -10,13 +10,13 @@
 using namespace izwi::audio;
 
 TEST_CASE("Slaney mel scale: linear to 1 kHz, 27 mels per factor 6.4 above, and invertible", "[mel]") {
-  CHECK(hz_to_mel(0.0, mel_scale::slaney) == 0.0);
-  CHECK(hz_to_mel(1000.0, mel_scale::slaney) == Approx(15.0));
-  CHECK(hz_to_mel(6400.0, mel_scale::slaney) == Approx(15.0 + 27.0));
-  CHECK(hz_to_mel(500.0, mel_scale::slaney) == Approx(7.5));
-  CHECK(hz_to_mel(1000.0, mel_scale::htk) == Approx(2595.0 * std::log10(1.0 + 1000.0 / 700.0)));
+  CHECK(hz_to_mel(0.0, MelScale::slaney) == 0.0);
+  CHECK(hz_to_mel(1000.0, MelScale::slaney) == Approx(15.0));
+  CHECK(hz_to_mel(6400.0, MelScale::slaney) == Approx(15.0 + 27.0));
+  CHECK(hz_to_mel(500.0, MelScale::slaney) == Approx(7.5));
+  CHECK(hz_to_mel(1000.0, MelScale::htk) == Approx(2595.0 * std::log10(1.0 + 1000.0 / 700.0)));
   for (double hz : {0.0, 123.0, 999.0, 1000.0, 4321.0, 8000.0}) {
-    for (auto scale : {mel_scale::slaney, mel_scale::htk}) {
+    for (auto scale : {MelScale::slaney, MelScale::htk}) {
       CHECK(mel_to_hz(hz_to_mel(hz, scale), scale) == Approx(hz).margin(1e-9));
     }
   }
@@ -39,7 +39,7 @@ TEST_CASE("mel filterbank matches Whisper's published mel_filters.npz (mel_80, m
                                  izwi_test::quoted(dir.string())));
   for (std::size_t n_mels : {80u, 128u}) {
     const auto expected = izwi_test::read_f32(dir / ("mel_" + std::to_string(n_mels) + ".f32"));
-    const mel_filterbank bank({.n_mels = n_mels});
+    const MelFilterbank bank({.n_mels = n_mels});
     const auto computed = bank.dense();
     REQUIRE(expected.size() == n_mels * 201);
     REQUIRE(computed.size() == expected.size());
@@ -63,7 +63,7 @@ TEST_CASE("mel filterbank matches Whisper's published mel_filters.npz (mel_80, m
 }
 
 TEST_CASE("mel filterbank apply equals the dense matrix product", "[mel]") {
-  const mel_filterbank bank({.n_mels = 128});
+  const MelFilterbank bank({.n_mels = 128});
   std::vector<float> power(bank.n_bins());
   for (std::size_t k = 0; k < power.size(); ++k) power[k] = 1.0f + static_cast<float>(k % 7);
   std::vector<float> energies(bank.n_mels());
@@ -79,9 +79,9 @@ TEST_CASE("mel filterbank apply equals the dense matrix product", "[mel]") {
 }
 
 TEST_CASE("mel filterbank rejects impossible options, naming the field", "[mel]") {
-  auto field_of = [](const mel_filterbank_options& options) {
+  auto field_of = [](const MelFilterbankOptions& options) {
     try {
-      mel_filterbank bank(options);
+      MelFilterbank bank(options);
     } catch (const izwi::invalid_argument& e) {
       return e.field();
     }

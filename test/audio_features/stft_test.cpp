@@ -44,7 +44,7 @@ TEST_CASE("hann_window is torch.hann_window: periodic by default, symmetric on r
   CHECK(periodic[100] == Approx(0.5f).margin(1e-7));
   for (std::size_t n = 1; n < 400; ++n) CHECK(periodic[n] == Approx(periodic[400 - n]).margin(1e-7));
 
-  const auto symmetric = hann_window(5, window_symmetry::symmetric);
+  const auto symmetric = hann_window(5, WindowSymmetry::symmetric);
   const std::vector<float> expected{0.0f, 0.5f, 1.0f, 0.5f, 0.0f};
   for (std::size_t n = 0; n < 5; ++n) CHECK(symmetric[n] == Approx(expected[n]).margin(1e-7));
   CHECK(hann_window(1) == std::vector<float>{1.0f});
@@ -54,7 +54,7 @@ TEST_CASE("hann_window is torch.hann_window: periodic by default, symmetric on r
 TEST_CASE("stft frames follow torch.stft: centred, reflect-padded, onesided, unnormalised", "[stft]") {
   const std::size_t n_fft = 16, hop = 4;
   const auto window = hann_window(n_fft);
-  const stft transform({.n_fft = n_fft, .hop_length = hop, .padding = stft_padding::reflect}, window);
+  const Stft transform({.n_fft = n_fft, .hop_length = hop, .padding = StftPadding::reflect}, window);
   const auto x = noise_and_tone(37, 1);
   const auto spectrum = transform.forward(x);
   REQUIRE(spectrum.n_frames == 1 + 37 / hop);
@@ -77,7 +77,7 @@ TEST_CASE("stft frames follow torch.stft: centred, reflect-padded, onesided, unn
       worst = std::max(worst, std::abs(std::complex<double>(spectrum.at(t, k)) - dft_bin(frame, k)));
     }
   }
-  INFO("max |stft - hand-made frames| = " << worst);
+  INFO("max |Stft - hand-made frames| = " << worst);
   CHECK(worst < 1e-5);
 
   const auto power = transform.power(x);
@@ -86,29 +86,29 @@ TEST_CASE("stft frames follow torch.stft: centred, reflect-padded, onesided, unn
     CHECK(power.values[i] == Approx(std::norm(spectrum.values[i])).epsilon(1e-6).margin(1e-9));
   }
 
-  const stft uncentred({.n_fft = n_fft, .hop_length = hop, .padding = stft_padding::none}, window);
+  const Stft uncentred({.n_fft = n_fft, .hop_length = hop, .padding = StftPadding::none}, window);
   CHECK(uncentred.frame_count(15) == 0);
   CHECK(uncentred.frame_count(16) == 1);
   CHECK(uncentred.frame_count(37) == 1 + (37 - 16) / 4);
   CHECK(transform.frame_count(0) == 0);
 }
 
-TEST_CASE("stft then inverse stft reconstructs the signal", "[stft][istft]") {
+TEST_CASE("stft then inverse Stft reconstructs the signal", "[stft][istft]") {
   struct shape {
     std::size_t n_fft, hop, n;
   };
   for (const shape s : {shape{400, 160, 16000}, shape{512, 128, 12345}, shape{1280, 320, 24000},
                         shape{400, 100, 401}}) {
-    for (const auto padding : {stft_padding::reflect, stft_padding::zeros}) {
+    for (const auto padding : {StftPadding::reflect, StftPadding::zeros}) {
       const auto window = hann_window(s.n_fft);
-      const stft transform({.n_fft = s.n_fft, .hop_length = s.hop, .padding = padding}, window);
+      const Stft transform({.n_fft = s.n_fft, .hop_length = s.hop, .padding = padding}, window);
       const auto x = noise_and_tone(s.n, static_cast<unsigned>(s.n));
       const auto spectrum = transform.forward(x);
       const auto y = transform.inverse(spectrum, x.size());
       REQUIRE(y.size() == x.size());
       float worst = 0;
       for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(y[i] - x[i]));
-      INFO("n_fft " << s.n_fft << ", hop " << s.hop << ", " << s.n << " samples: max |istft(stft(x)) - x| = "
+      INFO("n_fft " << s.n_fft << ", hop " << s.hop << ", " << s.n << " samples: max |istft(Stft(x)) - x| = "
                     << worst);
       CHECK(worst < 2e-6f);  // signal peak ~0.9; float rounding only
       // Without a length: hop * (frames - 1) samples, the floor of n to a hop multiple.
@@ -117,13 +117,13 @@ TEST_CASE("stft then inverse stft reconstructs the signal", "[stft][istft]") {
   }
 }
 
-TEST_CASE("inverse stft of an uncentred transform reconstructs where the window overlap is nonzero",
+TEST_CASE("inverse Stft of an uncentred transform reconstructs where the window overlap is nonzero",
           "[stft][istft]") {
   // Hann analysis windows are zero at their first sample, so the very
   // first output sample of an uncentred transform cannot be recovered:
   // torch.istft refuses it, and so does izwi.
   const std::size_t n_fft = 64, hop = 16;
-  const stft transform({.n_fft = n_fft, .hop_length = hop, .padding = stft_padding::none}, hann_window(n_fft));
+  const Stft transform({.n_fft = n_fft, .hop_length = hop, .padding = StftPadding::none}, hann_window(n_fft));
   const auto x = noise_and_tone(1000, 3);
   const auto spectrum = transform.forward(x);
   CHECK_THROWS_AS(transform.inverse(spectrum), izwi::invalid_argument);
@@ -131,7 +131,7 @@ TEST_CASE("inverse stft of an uncentred transform reconstructs where the window 
   // A window with no zero (Hann raised by 0.1) recovers every sample the frames reach.
   auto raised = hann_window(n_fft);
   for (float& w : raised) w += 0.1f;
-  const stft raised_transform({.n_fft = n_fft, .hop_length = hop, .padding = stft_padding::none}, raised);
+  const Stft raised_transform({.n_fft = n_fft, .hop_length = hop, .padding = StftPadding::none}, raised);
   const auto y = raised_transform.inverse(raised_transform.forward(x));
   REQUIRE(y.size() == n_fft + hop * (spectrum.n_frames - 1));
   float worst = 0;
@@ -142,18 +142,18 @@ TEST_CASE("inverse stft of an uncentred transform reconstructs where the window 
 
 TEST_CASE("stft rejects bad options and windows that leave gaps", "[stft]") {
   const auto window = hann_window(400);
-  CHECK_THROWS_AS(stft({.n_fft = 400, .hop_length = 0}, window), izwi::invalid_argument);
-  CHECK_THROWS_AS(stft({.n_fft = 0, .hop_length = 160}, window), izwi::invalid_argument);
-  CHECK_THROWS_AS(stft({.n_fft = 200, .hop_length = 100}, window), izwi::invalid_argument);  // window too long
+  CHECK_THROWS_AS(Stft({.n_fft = 400, .hop_length = 0}, window), izwi::invalid_argument);
+  CHECK_THROWS_AS(Stft({.n_fft = 0, .hop_length = 160}, window), izwi::invalid_argument);
+  CHECK_THROWS_AS(Stft({.n_fft = 200, .hop_length = 100}, window), izwi::invalid_argument);  // window too long
   // A hop longer than the window: samples between frames are covered by no window.
-  const stft gappy({.n_fft = 400, .hop_length = 500}, window);
+  const Stft gappy({.n_fft = 400, .hop_length = 500}, window);
   const auto spectrum = gappy.forward(std::vector<float>(5000, 0.25f));
   CHECK_THROWS_AS(gappy.inverse(spectrum), izwi::invalid_argument);
-  const stft other({.n_fft = 512, .hop_length = 128}, hann_window(512));
+  const Stft other({.n_fft = 512, .hop_length = 128}, hann_window(512));
   CHECK_THROWS_AS(other.inverse(spectrum), izwi::invalid_argument);  // bins do not match
 
   // A shorter window is centred in the frame, zero-padded (torch.stft).
-  const stft padded({.n_fft = 8, .hop_length = 2}, std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f});
+  const Stft padded({.n_fft = 8, .hop_length = 2}, std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f});
   const std::vector<float> expected{0, 0, 1, 1, 1, 1, 0, 0};
   CHECK(std::vector<float>(padded.window().begin(), padded.window().end()) == expected);
 }

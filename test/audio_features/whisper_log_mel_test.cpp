@@ -47,8 +47,8 @@ std::vector<float> white_noise(double seconds, float stddev, unsigned seed) {
 
 std::vector<float> jfk() { return izwi_test::read_mono(izwi_test::fixtures_dir() / "audio" / "jfk.wav"); }
 
-const char* mode_name(whisper_padding padding) {
-  return padding == whisper_padding::pad_or_trim_30s ? "pad_or_trim_30s" : "none";
+const char* mode_name(WhisperPadding padding) {
+  return padding == WhisperPadding::pad_or_trim_30s ? "pad_or_trim_30s" : "none";
 }
 
 bool numpy_available() {
@@ -64,7 +64,7 @@ bool numpy_available() {
 
 // izwi's features vs the numpy reference for one signal; returns max |diff|.
 float compare_with_numpy(const std::string& name, const std::vector<float>& samples, std::size_t n_mels,
-                         whisper_padding padding) {
+                         WhisperPadding padding) {
   const auto dir = izwi_test::work_dir();
   const std::string stem = "numpy_" + name + "_" + std::to_string(n_mels) + "_" + mode_name(padding);
   const auto in = dir / (stem + ".in.f32");
@@ -78,9 +78,9 @@ float compare_with_numpy(const std::string& name, const std::vector<float>& samp
       izwi_test::quoted(out.string());
   REQUIRE(izwi_test::run_command(command));
   const auto expected = izwi_test::read_f32(out);
-  const auto features = whisper_log_mel(n_mels)(samples, padding);
+  const auto features = WhisperLogMel(n_mels)(samples, padding);
   REQUIRE(features.n_mels == n_mels);
-  REQUIRE(features.n_frames == whisper_log_mel::frame_count(samples.size(), padding));
+  REQUIRE(features.n_frames == WhisperLogMel::frame_count(samples.size(), padding));
   REQUIRE(features.values.size() == expected.size());
   const float worst = izwi_test::max_abs_difference(features.values, expected);
   std::cout << "numpy reference, " << name << " (" << samples.size() << " samples), " << n_mels << " mels, "
@@ -101,7 +101,7 @@ float compare_with_transformers_js(const std::string& name, const std::vector<fl
       std::to_string(n_mels) + " " + izwi_test::quoted(out.string());
   REQUIRE(izwi_test::run_command(command));
   const auto expected = izwi_test::read_f32(out);
-  const auto features = whisper_log_mel(n_mels)(samples);
+  const auto features = WhisperLogMel(n_mels)(samples);
   REQUIRE(features.values.size() == expected.size());
   const float worst = izwi_test::max_abs_difference(features.values, expected);
   std::cout << "transformers.js WhisperFeatureExtractor, " << name << ", " << n_mels
@@ -117,7 +117,7 @@ TEST_CASE("whisper log-mel of jfk.wav matches the numpy reference (80 and 128 me
   const auto audio = jfk();
   REQUIRE(audio.size() == 176000);
   for (std::size_t n_mels : {80u, 128u}) {
-    for (auto padding : {whisper_padding::pad_or_trim_30s, whisper_padding::none}) {
+    for (auto padding : {WhisperPadding::pad_or_trim_30s, WhisperPadding::none}) {
       CHECK(compare_with_numpy("jfk", audio, n_mels, padding) < tolerance);
     }
   }
@@ -125,18 +125,18 @@ TEST_CASE("whisper log-mel of jfk.wav matches the numpy reference (80 and 128 me
 
 TEST_CASE("whisper log-mel of synthetic signals matches the numpy reference", "[whisper][reference]") {
   if (!numpy_available()) return;
-  CHECK(compare_with_numpy("sine_1khz", sine(1000.0, 10.0, 0.5f), 80, whisper_padding::pad_or_trim_30s) < tolerance);
-  CHECK(compare_with_numpy("chirp_20hz_8khz", chirp(20.0, 8000.0, 30.0), 80, whisper_padding::pad_or_trim_30s) <
+  CHECK(compare_with_numpy("sine_1khz", sine(1000.0, 10.0, 0.5f), 80, WhisperPadding::pad_or_trim_30s) < tolerance);
+  CHECK(compare_with_numpy("chirp_20hz_8khz", chirp(20.0, 8000.0, 30.0), 80, WhisperPadding::pad_or_trim_30s) <
         tolerance);
-  CHECK(compare_with_numpy("white_noise_35s", white_noise(35.0, 0.1f, 5), 128, whisper_padding::pad_or_trim_30s) <
+  CHECK(compare_with_numpy("white_noise_35s", white_noise(35.0, 0.1f, 5), 128, WhisperPadding::pad_or_trim_30s) <
         tolerance);
-  CHECK(compare_with_numpy("silence", std::vector<float>(5 * 16000, 0.0f), 80, whisper_padding::pad_or_trim_30s) <
+  CHECK(compare_with_numpy("silence", std::vector<float>(5 * 16000, 0.0f), 80, WhisperPadding::pad_or_trim_30s) <
         tolerance);
   const auto short_clip = white_noise(1.5, 0.05f, 9);
-  CHECK(compare_with_numpy("short_clip", short_clip, 80, whisper_padding::pad_or_trim_30s) < tolerance);
-  CHECK(compare_with_numpy("short_clip", short_clip, 80, whisper_padding::none) < tolerance);
+  CHECK(compare_with_numpy("short_clip", short_clip, 80, WhisperPadding::pad_or_trim_30s) < tolerance);
+  CHECK(compare_with_numpy("short_clip", short_clip, 80, WhisperPadding::none) < tolerance);
   // Shorter than the 200-sample reflect padding: numpy keeps mirroring, so must izwi.
-  CHECK(compare_with_numpy("tiny_clip", sine(300.0, 170.0 / 16000.0, 0.3f), 80, whisper_padding::none) < tolerance);
+  CHECK(compare_with_numpy("tiny_clip", sine(300.0, 170.0 / 16000.0, 0.3f), 80, WhisperPadding::none) < tolerance);
 }
 
 TEST_CASE("whisper log-mel matches transformers.js WhisperFeatureExtractor", "[whisper][reference]") {
@@ -155,23 +155,23 @@ TEST_CASE("whisper log-mel matches transformers.js WhisperFeatureExtractor", "[w
 }
 
 TEST_CASE("whisper log-mel shapes, padding and trimming", "[whisper]") {
-  const whisper_log_mel frontend(80);
-  CHECK(whisper_log_mel::frame_count(176000, whisper_padding::pad_or_trim_30s) == 3000);
-  CHECK(whisper_log_mel::frame_count(176000, whisper_padding::none) == 1100);
-  CHECK(whisper_log_mel::frame_count(159, whisper_padding::none) == 0);
+  const WhisperLogMel frontend(80);
+  CHECK(WhisperLogMel::frame_count(176000, WhisperPadding::pad_or_trim_30s) == 3000);
+  CHECK(WhisperLogMel::frame_count(176000, WhisperPadding::none) == 1100);
+  CHECK(WhisperLogMel::frame_count(159, WhisperPadding::none) == 0);
 
   // Silence: every mel energy floors at 1e-10 -> log10 = -10 -> (-10 + 4) / 4.
   const auto silent = frontend(std::vector<float>(8000, 0.0f));
   REQUIRE(silent.values.size() == 80 * 3000);
   for (float v : silent.values) REQUIRE(v == -1.5f);
   CHECK(frontend({}).n_frames == 3000);  // empty input: 30 s of padding
-  CHECK(frontend({}, whisper_padding::none).values.empty());
+  CHECK(frontend({}, WhisperPadding::none).values.empty());
 
   // Padding a short clip implicitly equals padding it explicitly (frames of
   // padding skip their FFT), and input past 30 s is cut.
   const auto clip = white_noise(2.3, 0.1f, 21);
   const auto implicit = frontend(clip);
-  const auto explicit_padding = frontend(pad_or_trim(clip), whisper_padding::none);
+  const auto explicit_padding = frontend(pad_or_trim(clip), WhisperPadding::none);
   REQUIRE(explicit_padding.n_frames == 3000);
   CHECK(implicit.values == explicit_padding.values);
   const auto long_input = white_noise(31.0, 0.1f, 22);
@@ -188,7 +188,7 @@ TEST_CASE("whisper log-mel shapes, padding and trimming", "[whisper]") {
   CHECK(pad_or_trim(std::vector<float>{1, 2, 3}, 2) == std::vector<float>{1, 2});
 
   std::vector<float> wrong(80 * 2999);
-  CHECK_THROWS_AS(frontend.compute_into(clip, whisper_padding::pad_or_trim_30s, wrong), izwi::invalid_argument);
-  CHECK_THROWS_AS(whisper_log_mel(0), izwi::invalid_argument);
+  CHECK_THROWS_AS(frontend.compute_into(clip, WhisperPadding::pad_or_trim_30s, wrong), izwi::invalid_argument);
+  CHECK_THROWS_AS(WhisperLogMel(0), izwi::invalid_argument);
   CHECK(whisper_log_mel_spectrogram(clip, 128).n_mels == 128);
 }

@@ -18,16 +18,16 @@ using namespace izwi::audio::test;
 
 namespace {
 
-// Runs `f` and returns the decode_error it throws (fails the test otherwise).
+// Runs `f` and returns the DecodeError it throws (fails the test otherwise).
 template <class F>
-decode_error expect_decode_error(F&& f) {
+DecodeError expect_decode_error(F&& f) {
   try {
     f();
-  } catch (const decode_error& e) {
+  } catch (const DecodeError& e) {
     return e;
   }
   FAIL("expected a decode_error");
-  return decode_error(decode_problem::corrupt, "unreachable");
+  return DecodeError(DecodeProblem::corrupt, "unreachable");
 }
 
 std::vector<std::byte> to_bytes(const std::vector<std::uint8_t>& v) {
@@ -45,7 +45,7 @@ TEST_CASE("jfk.wav decodes to the same samples as a hand-written WAV reader", "[
   REQUIRE(reference.rate == 16000);
   REQUIRE(reference.samples.size() == 176000);
 
-  const decoded_audio d = decode(bytes);
+  const DecodedAudio d = decode(bytes);
   CHECK(d.info.format == "wav");
   CHECK(d.info.encoding == "pcm_16");
   CHECK(d.info.sample_rate == 16000);
@@ -68,7 +68,7 @@ TEST_CASE("jfk.flac (44.1 kHz stereo 24-bit) and jfk.mp3 match jfk.wav after mon
   IZWI_SKIP_WITHOUT_FIXTURES();
   const auto wav = decode_file(fixture("jfk.wav")).audio.samples;
 
-  const decoded_audio flac = decode_file(fixture("jfk.flac"), {.mono = true, .target_sample_rate = 16000});
+  const DecodedAudio flac = decode_file(fixture("jfk.flac"), {.mono = true, .target_sample_rate = 16000});
   CHECK(flac.info.format == "flac");
   CHECK(flac.info.encoding == "pcm_24");
   CHECK(flac.info.sample_rate == 44100);
@@ -86,7 +86,7 @@ TEST_CASE("jfk.flac (44.1 kHz stereo 24-bit) and jfk.mp3 match jfk.wav after mon
   INFO("flac vs wav: lag " << a.lag << ", correlation " << a.correlation);
   CHECK(a.correlation > 0.99);
 
-  const decoded_audio mp3 = decode_file(fixture("jfk.mp3"));
+  const DecodedAudio mp3 = decode_file(fixture("jfk.mp3"));
   CHECK(mp3.info.format == "mp3");
   CHECK(mp3.info.sample_rate == 16000);
   CHECK(mp3.info.frames == 176000);
@@ -97,8 +97,8 @@ TEST_CASE("jfk.flac (44.1 kHz stereo 24-bit) and jfk.mp3 match jfk.wav after mon
 
 TEST_CASE("stereo is kept interleaved, or mixed to the channel average", "[audio_io][decode]") {
   IZWI_SKIP_WITHOUT_FIXTURES();
-  const decoded_audio stereo = decode_file(fixture("jfk.flac"), {.mono = false});
-  const decoded_audio mono = decode_file(fixture("jfk.flac"), {.mono = true});
+  const DecodedAudio stereo = decode_file(fixture("jfk.flac"), {.mono = false});
+  const DecodedAudio mono = decode_file(fixture("jfk.flac"), {.mono = true});
   REQUIRE(stereo.audio.channels == 2);
   REQUIRE(stereo.audio.frames() == 485100);
   REQUIRE(mono.audio.frames() == 485100);
@@ -184,46 +184,46 @@ TEST_CASE("Ogg Vorbis written by libsndfile decodes, detected from the bytes", "
   CHECK(a.correlation > 0.99);
 }
 
-TEST_CASE("bad input gives a decode_error that names the problem", "[audio_io][decode][errors]") {
+TEST_CASE("bad input gives a DecodeError that names the problem", "[audio_io][decode][errors]") {
   SECTION("empty body") {
     const auto e = expect_decode_error([] { decode(std::string_view{}); });
-    CHECK(e.problem() == decode_problem::empty_input);
+    CHECK(e.problem() == DecodeProblem::empty_input);
     CHECK_THAT(e.what(), Catch::Contains("empty audio body"));
   }
   SECTION("not audio: JSON, text, random bytes") {
     for (std::string body : {std::string(R"({"model":"whisper-1"})"), std::string("hello world, not audio"),
                              std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c", 12)}) {
       const auto e = expect_decode_error([&] { decode(body); });
-      CHECK(e.problem() == decode_problem::not_audio);
+      CHECK(e.problem() == DecodeProblem::not_audio);
       CHECK_THAT(e.what(), Catch::StartsWith("not an audio file"));
     }
   }
   SECTION("a WAV whose data chunk claims more bytes than the body holds") {
     std::vector<std::byte> data(200);
     const auto e = expect_decode_error([&] { decode(make_wav(16000, 1, 16, false, data, 100000)); });
-    CHECK(e.problem() == decode_problem::truncated);
+    CHECK(e.problem() == DecodeProblem::truncated);
     CHECK_THAT(e.what(), Catch::Contains("declares 100000 bytes") && Catch::Contains("holds 200"));
   }
   SECTION("a truncated upload of jfk.wav and jfk.flac") {
     IZWI_SKIP_WITHOUT_FIXTURES();
     auto wav = read_bytes(fixture("jfk.wav"));
     wav.resize(wav.size() / 2);
-    CHECK(expect_decode_error([&] { decode(wav); }).problem() == decode_problem::truncated);
+    CHECK(expect_decode_error([&] { decode(wav); }).problem() == DecodeProblem::truncated);
     auto flac = read_bytes(fixture("jfk.flac"));
     flac.resize(flac.size() / 3);
     const auto e = expect_decode_error([&] { decode(flac); });
-    CHECK(e.problem() == decode_problem::truncated);
+    CHECK(e.problem() == DecodeProblem::truncated);
     CHECK_THAT(e.what(), Catch::StartsWith("truncated FLAC stream: the header declares 485100 frames"));
   }
   SECTION("a header alone: zero-length audio") {
     const auto e = expect_decode_error([] { decode(make_wav(16000, 1, 16, false, {})); });
-    CHECK(e.problem() == decode_problem::no_samples);
+    CHECK(e.problem() == DecodeProblem::no_samples);
   }
   SECTION("over the duration limit, known from the header: rejected before reading") {
     IZWI_SKIP_WITHOUT_FIXTURES();
     const auto e = expect_decode_error(
         [] { decode_file(fixture("jfk.wav"), {.max_duration_seconds = 5.0}); });
-    CHECK(e.problem() == decode_problem::too_long);
+    CHECK(e.problem() == DecodeProblem::too_long);
     CHECK_THAT(e.what(), Catch::Contains("audio is 11.0 s long, over the 5.0 s limit"));
   }
   SECTION("an absurd frame count in a FLAC header: rejected before any allocation") {
@@ -234,7 +234,7 @@ TEST_CASE("bad input gives a decode_error that names the problem", "[audio_io][d
     flac[21] |= std::byte{0x0F};
     for (int i = 22; i < 26; ++i) flac[i] = std::byte{0xFF};
     const auto e = expect_decode_error([&] { decode(flac); });
-    CHECK(e.problem() == decode_problem::too_long);
+    CHECK(e.problem() == DecodeProblem::too_long);
     CHECK_THAT(e.what(), Catch::Contains("over the 3600.0 s limit"));
   }
   SECTION("a streamed WAV (sizes 0xFFFFFFFF) reads to the end, and its length is checked") {
@@ -242,24 +242,24 @@ TEST_CASE("bad input gives a decode_error that names the problem", "[audio_io][d
     auto bytes = make_wav(8000, 1, 16, false, data, 0xFFFFFFFFu);
     CHECK(decode(bytes).info.frames == 24000);
     const auto e = expect_decode_error([&] { decode(bytes, {.max_duration_seconds = 1.0}); });
-    CHECK(e.problem() == decode_problem::too_long);
+    CHECK(e.problem() == DecodeProblem::too_long);
     CHECK_THAT(e.what(), Catch::Contains("audio is 3.0 s long, over the 1.0 s limit"));
   }
   SECTION("over the limit with no length in the header: reading stops at the limit") {
     // A streamed FLAC has total samples = 0 ("unknown") in STREAMINFO.
-    streaming_encoder enc(audio_format::flac, 8000);
+    StreamingEncoder enc(AudioFormat::flac, 8000);
     auto bytes = enc.push(sine(3 * 8000, 8000, 440));
     const auto tail = enc.finish();
     bytes.insert(bytes.end(), tail.begin(), tail.end());
     CHECK(decode(bytes).info.frames == 24000);
     const auto e = expect_decode_error([&] { decode(bytes, {.max_duration_seconds = 1.0}); });
-    CHECK(e.problem() == decode_problem::too_long);
+    CHECK(e.problem() == DecodeProblem::too_long);
     CHECK_THAT(e.what(), Catch::Contains("longer than the 1.0 s limit"));
   }
   SECTION("an unknown WAV codec") {
     std::vector<std::byte> data(400);
     const auto e = expect_decode_error([&] { decode(make_wav(16000, 1, 16, false, data, 0xFFFFFFFEu, 0x1234)); });
-    CHECK(e.problem() == decode_problem::unsupported_codec);
+    CHECK(e.problem() == DecodeProblem::unsupported_codec);
     CHECK_THAT(e.what(), Catch::Contains("WAV format tag 0x1234"));
   }
   SECTION("float samples that are NaN") {
@@ -267,19 +267,19 @@ TEST_CASE("bad input gives a decode_error that names the problem", "[audio_io][d
     std::vector<std::byte> data(values.size() * 4);
     std::memcpy(data.data(), values.data(), data.size());
     const auto e = expect_decode_error([&] { decode(make_wav(16000, 1, 32, true, data)); });
-    CHECK(e.problem() == decode_problem::corrupt);
+    CHECK(e.problem() == DecodeProblem::corrupt);
     CHECK_THAT(e.what(), Catch::Contains("NaN"));
   }
   SECTION("a header with zero channels, or more than izwi accepts") {
     std::vector<std::byte> data(400);
     const auto zero = expect_decode_error([&] { decode(make_wav(16000, 0, 16, false, data)); });
-    CHECK(zero.problem() == decode_problem::corrupt);
+    CHECK(zero.problem() == DecodeProblem::corrupt);
     CHECK_THAT(zero.what(), Catch::Contains("Channel count is zero"));
     const auto many = expect_decode_error([&] { decode(make_wav(16000, 17, 16, false, data)); });
-    CHECK(many.problem() == decode_problem::invalid_format);
+    CHECK(many.problem() == DecodeProblem::invalid_format);
     CHECK_THAT(many.what(), Catch::Contains("audio has 17 channels; izwi accepts 1 to 16"));
   }
-  SECTION("a missing file is an audio_error naming the path") {
+  SECTION("a missing file is an AudioError naming the path") {
     CHECK_THROWS_WITH(decode_file("/nonexistent/x.wav"), Catch::Contains("/nonexistent/x.wav"));
   }
   SECTION("options out of range") {

@@ -15,8 +15,8 @@ using namespace izwi::audio::test;
 
 namespace {
 
-constexpr audio_format all_formats[] = {audio_format::wav, audio_format::pcm, audio_format::flac,
-                                        audio_format::opus, audio_format::mp3};
+constexpr AudioFormat all_formats[] = {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac,
+                                        AudioFormat::opus, AudioFormat::mp3};
 
 std::vector<float> s16_quantised(std::span<const float> x) {
   std::vector<float> out(x.size());
@@ -37,9 +37,9 @@ struct streamed {
   std::vector<std::size_t> boundaries;  // size of the stream after each push
 };
 
-streamed encode_in_pieces(audio_format f, std::span<const float> x, std::uint32_t rate,
+streamed encode_in_pieces(AudioFormat f, std::span<const float> x, std::uint32_t rate,
                           std::uint32_t channels, std::size_t piece_frames) {
-  streaming_encoder enc(f, rate, channels);
+  StreamingEncoder enc(f, rate, channels);
   streamed s;
   for (std::size_t at = 0; at < x.size(); at += piece_frames * channels) {
     const auto chunk = enc.push(x.subspan(at, std::min(piece_frames * channels, x.size() - at)));
@@ -54,26 +54,26 @@ streamed encode_in_pieces(audio_format f, std::span<const float> x, std::uint32_
 }
 
 // Decodes encoded bytes of `format` to mono samples at the encoded rate.
-std::vector<float> decode_back(audio_format f, std::span<const std::byte> bytes) {
-  if (f == audio_format::pcm) return decode_pcm(bytes);
+std::vector<float> decode_back(AudioFormat f, std::span<const std::byte> bytes) {
+  if (f == AudioFormat::pcm) return decode_pcm(bytes);
   return decode(bytes).audio.samples;
 }
 
 }  // namespace
 
 TEST_CASE("format names, content types and encoded rates", "[audio_io][encode]") {
-  for (audio_format f : all_formats) CHECK(parse_audio_format(to_string(f)) == f);
+  for (AudioFormat f : all_formats) CHECK(parse_audio_format(to_string(f)) == f);
   CHECK_FALSE(parse_audio_format("aac").has_value());
   CHECK_FALSE(parse_audio_format("WAV").has_value());
-  CHECK(content_type(audio_format::mp3) == "audio/mpeg");
-  CHECK(content_type(audio_format::opus) == "audio/ogg");
-  CHECK(encoded_sample_rate(audio_format::opus, 24000) == 24000);
-  CHECK(encoded_sample_rate(audio_format::opus, 22050) == 24000);
-  CHECK(encoded_sample_rate(audio_format::opus, 44100) == 48000);
-  CHECK(encoded_sample_rate(audio_format::opus, 96000) == 48000);
-  CHECK(encoded_sample_rate(audio_format::mp3, 22050) == 22050);
-  CHECK(encoded_sample_rate(audio_format::mp3, 22000) == 22050);
-  CHECK(encoded_sample_rate(audio_format::flac, 22000) == 22000);
+  CHECK(content_type(AudioFormat::mp3) == "audio/mpeg");
+  CHECK(content_type(AudioFormat::opus) == "audio/ogg");
+  CHECK(encoded_sample_rate(AudioFormat::opus, 24000) == 24000);
+  CHECK(encoded_sample_rate(AudioFormat::opus, 22050) == 24000);
+  CHECK(encoded_sample_rate(AudioFormat::opus, 44100) == 48000);
+  CHECK(encoded_sample_rate(AudioFormat::opus, 96000) == 48000);
+  CHECK(encoded_sample_rate(AudioFormat::mp3, 22050) == 22050);
+  CHECK(encoded_sample_rate(AudioFormat::mp3, 22000) == 22050);
+  CHECK(encoded_sample_rate(AudioFormat::flac, 22000) == 22000);
 }
 
 TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and streamed",
@@ -81,7 +81,7 @@ TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and s
   const std::uint32_t rate = 24000;
   const auto x = chirp(rate * 2 + 123, rate, 50, 11000, 0.8);
   const auto want = s16_quantised(x);
-  for (audio_format f : {audio_format::wav, audio_format::pcm, audio_format::flac}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac}) {
     INFO(to_string(f));
     const auto one = encode(x, rate, 1, f);
     const auto got = decode_back(f, one);
@@ -90,9 +90,9 @@ TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and s
       INFO("pieces of " << piece << " frames");
       const auto s = encode_in_pieces(f, x, rate, 1, piece);
       CHECK(decode_back(f, s.bytes) == want);
-      if (f != audio_format::flac) CHECK(s.bytes.size() == one.size());
+      if (f != AudioFormat::flac) CHECK(s.bytes.size() == one.size());
     }
-    if (f != audio_format::pcm) {
+    if (f != AudioFormat::pcm) {
       const auto d = decode(one);
       CHECK(d.info.format == to_string(f));
       CHECK(d.info.sample_rate == rate);
@@ -104,7 +104,7 @@ TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and s
 TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an independent reader agrees",
           "[audio_io][encode]") {
   const auto x = sine(1600, 16000, 440, 0.5);
-  const auto one = encode(x, 16000, 1, audio_format::wav);
+  const auto one = encode(x, 16000, 1, AudioFormat::wav);
   REQUIRE(one.size() == 44 + 3200);
   CHECK(le(one.data() + 4, 4) == 36 + 3200);
   CHECK(le(one.data() + 40, 4) == 3200);
@@ -114,7 +114,7 @@ TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an
   CHECK(w.bits == 16);
   CHECK(w.samples == s16_quantised(x));
 
-  const auto s = encode_in_pieces(audio_format::wav, x, 16000, 1, 100);
+  const auto s = encode_in_pieces(AudioFormat::wav, x, 16000, 1, 100);
   CHECK(le(s.bytes.data() + 4, 4) == 0xFFFFFFFFu);
   CHECK(le(s.bytes.data() + 40, 4) == 0xFFFFFFFFu);
   CHECK(read_simple_wav(s.bytes).samples == s16_quantised(x));
@@ -122,7 +122,7 @@ TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an
 
 TEST_CASE("lossy formats round-trip with correlation above 0.98 after aligning the codec delay",
           "[audio_io][encode]") {
-  for (audio_format f : {audio_format::opus, audio_format::mp3}) {
+  for (AudioFormat f : {AudioFormat::opus, AudioFormat::mp3}) {
     for (std::uint32_t rate : {24000u, 16000u, 22000u, 44100u}) {
       INFO(to_string(f) << " at " << rate << " Hz");
       const std::uint32_t out_rate = encoded_sample_rate(f, rate);
@@ -154,7 +154,7 @@ TEST_CASE("a stream is a valid file at every chunk boundary", "[audio_io][encode
   // without error and grows; at the end it holds everything.
   const std::uint32_t rate = 24000;
   const auto x = chirp(rate * 3, rate, 100, 5000, 0.5);
-  for (audio_format f : {audio_format::wav, audio_format::flac, audio_format::opus, audio_format::mp3}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
     INFO(to_string(f));
     const auto s = encode_in_pieces(f, x, rate, 1, rate / 4);
     std::size_t previous = 0, checked = 0;
@@ -178,7 +178,7 @@ TEST_CASE("stereo encodes and decodes with its channels; bad channel counts are 
   const auto left = sine(rate, rate, 440, 0.5), right = sine(rate, rate, 660, 0.3);
   std::vector<float> x(2 * rate);
   for (std::uint32_t i = 0; i < rate; ++i) x[2 * i] = left[i], x[2 * i + 1] = right[i];
-  for (audio_format f : {audio_format::wav, audio_format::flac, audio_format::opus, audio_format::mp3}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
     INFO(to_string(f));
     const auto d = decode(encode(x, rate, 2, f), {.mono = false});
     CHECK(d.info.channels == 2);
@@ -187,14 +187,14 @@ TEST_CASE("stereo encodes and decodes with its channels; bad channel counts are 
     CHECK(best_alignment(left, l, -64, 64).correlation > 0.98);
     CHECK(best_alignment(right, r, -64, 64).correlation > 0.98);
   }
-  CHECK_THROWS_AS(encode(std::vector<float>(30), rate, 3, audio_format::mp3), encode_error);
-  CHECK_THROWS_AS(streaming_encoder(audio_format::wav, rate, 0), izwi::invalid_argument);
-  CHECK_THROWS_AS(streaming_encoder(audio_format::wav, 0, 1), izwi::invalid_argument);
+  CHECK_THROWS_AS(encode(std::vector<float>(30), rate, 3, AudioFormat::mp3), EncodeError);
+  CHECK_THROWS_AS(StreamingEncoder(AudioFormat::wav, rate, 0), izwi::invalid_argument);
+  CHECK_THROWS_AS(StreamingEncoder(AudioFormat::wav, 0, 1), izwi::invalid_argument);
 }
 
 TEST_CASE("out-of-range samples are clipped and NaN becomes silence", "[audio_io][encode]") {
   const std::vector<float> x{2.0f, -3.0f, std::nanf(""), 0.5f};
-  for (audio_format f : {audio_format::wav, audio_format::pcm, audio_format::flac}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac}) {
     INFO(to_string(f));
     const auto got = decode_back(f, encode(x, 16000, 1, f));
     REQUIRE(got.size() == 4);

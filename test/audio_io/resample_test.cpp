@@ -24,7 +24,7 @@ double rms(std::span<const float> x) {
 // Pushes `x` in random-sized chunks (seeded) and concatenates output + flush.
 std::vector<float> resample_in_chunks(std::span<const float> x, std::uint32_t from, std::uint32_t to,
                                       std::uint32_t channels, unsigned seed, std::size_t max_chunk) {
-  streaming_resampler r(from, to, channels);
+  StreamingResampler r(from, to, channels);
   std::mt19937 rng(seed);
   std::vector<float> out;
   std::size_t at = 0;
@@ -96,7 +96,7 @@ TEST_CASE("identity resampling copies, and the streaming state machine is checke
           "[audio_io][resample]") {
   const auto x = chirp(1000, 16000, 100, 4000);
   CHECK(resample(x, 16000, 16000) == x);
-  streaming_resampler r(44100, 16000);
+  StreamingResampler r(44100, 16000);
   r.push(x);
   r.flush();
   CHECK_THROWS_AS(r.push(x), izwi::invalid_argument);
@@ -106,9 +106,9 @@ TEST_CASE("identity resampling copies, and the streaming state machine is checke
   again.insert(again.end(), tail.begin(), tail.end());
   CHECK(again == resample(x, 44100, 16000));  // reset forgets the first stream
 
-  streaming_resampler moved = std::move(r);
+  StreamingResampler moved = std::move(r);
   CHECK(moved.from_rate() == 44100);
-  CHECK_THROWS_AS(streaming_resampler(0, 16000), izwi::invalid_argument);
+  CHECK_THROWS_AS(StreamingResampler(0, 16000), izwi::invalid_argument);
   CHECK_THROWS_AS(resample(x, 16000, 1'000'000), izwi::invalid_argument);
   CHECK_THROWS_AS(resample(std::span<const float>(x.data(), 999), 16000, 8000, 2), izwi::invalid_argument);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// audio_buffer: the plain value that carries PCM audio between izwi's audio
+// AudioBuffer: the plain value that carries PCM audio between izwi's audio
 // functions (decode → resample → features; model → encode). Samples are 32-bit
 // float, nominally in [-1, 1], interleaved frame by frame when there is more
 // than one channel (L R L R ...), which is the layout libsndfile and soxr use,
@@ -15,13 +15,13 @@
 namespace izwi::audio {
 
 /// Base of every exception the audio I/O functions throw.
-class audio_error : public izwi::error {
+class AudioError : public izwi::error {
  public:
   using izwi::error::error;
 };
 
 /// PCM audio: float samples, interleaved when channels > 1.
-struct audio_buffer {
+struct AudioBuffer {
   std::vector<float> samples;     ///< frames() * channels values, interleaved
   std::uint32_t sample_rate = 0;  ///< frames per second
   std::uint32_t channels = 1;     ///< 1 = mono
@@ -42,7 +42,7 @@ struct audio_buffer {
 std::vector<float> mix_to_mono(std::span<const float> interleaved, std::uint32_t channels);
 
 /// The same for a buffer: returns a mono buffer at the same sample rate.
-audio_buffer mix_to_mono(const audio_buffer& audio);
+AudioBuffer mix_to_mono(const AudioBuffer& audio);
 
 }  // namespace izwi::audio
 

@@ -10,7 +10,7 @@
 // The container is detected from the bytes, never from a file name.
 //
 // Bad input never crashes, hangs or allocates without bound; it throws
-// decode_error, whose problem() says which of these it was:
+// DecodeError, whose problem() says which of these it was:
 //   empty_input       "empty audio body: 0 bytes"
 //   not_audio         "not an audio file (12 bytes starting 7b 22 61 ...): ..."
 //   unsupported_codec "unsupported audio encoding: ..."
@@ -41,7 +41,7 @@
 namespace izwi::audio {
 
 /// What was wrong with an input that could not be decoded.
-enum class decode_problem : std::uint8_t {
+enum class DecodeProblem : std::uint8_t {
   empty_input,
   not_audio,
   unsupported_codec,
@@ -53,32 +53,32 @@ enum class decode_problem : std::uint8_t {
 };
 
 /// "empty_input", "not_audio", ... (the enumerator's name).
-std::string_view to_string(decode_problem) noexcept;
+std::string_view to_string(DecodeProblem) noexcept;
 
 /// The input could not be decoded. The message names the problem; problem()
 /// classifies it (a server answers 400 for all of them, 413 for too_long).
-class decode_error : public audio_error {
+class DecodeError : public AudioError {
  public:
-  decode_error(decode_problem problem, const std::string& message)
-      : audio_error(message), problem_(problem) {}
-  decode_problem problem() const noexcept { return problem_; }
+  DecodeError(DecodeProblem problem, const std::string& message)
+      : AudioError(message), problem_(problem) {}
+  DecodeProblem problem() const noexcept { return problem_; }
 
  private:
-  decode_problem problem_;
+  DecodeProblem problem_;
 };
 
-struct decode_options {
+struct DecodeOptions {
   /// Mix all channels to one (their average). Speech models want mono.
   bool mono = true;
   /// Longest audio accepted, in seconds of source audio; longer input throws
-  /// decode_error(too_long). Must be > 0. The default is one hour.
+  /// DecodeError(too_long). Must be > 0. The default is one hour.
   double max_duration_seconds = 3600.0;
   /// Resample to this rate (Hz) after decoding; 0 keeps the source rate.
   std::uint32_t target_sample_rate = 0;
 };
 
 /// What the source was, as found in its header and stream.
-struct decode_info {
+struct DecodeInfo {
   std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...
   std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...
   std::uint32_t sample_rate = 0; ///< source rate, Hz
@@ -87,18 +87,18 @@ struct decode_info {
   double duration_seconds = 0;   ///< frames / sample_rate
 };
 
-struct decoded_audio {
-  audio_buffer audio;  ///< mono when options.mono; at target_sample_rate when set
-  decode_info info;    ///< the source's properties
+struct DecodedAudio {
+  AudioBuffer audio;  ///< mono when options.mono; at target_sample_rate when set
+  DecodeInfo info;    ///< the source's properties
 };
 
 /// Decodes a whole file held in memory (an upload's body).
-decoded_audio decode(std::span<const std::byte> bytes, const decode_options& options = {});
+DecodedAudio decode(std::span<const std::byte> bytes, const DecodeOptions& options = {});
 /// The same for a body held as characters (e.g. a multipart field).
-decoded_audio decode(std::string_view bytes, const decode_options& options = {});
-/// Reads a whole file into memory and decodes it; decode_error messages are
-/// prefixed with the path. Throws audio_error when the file cannot be read.
-decoded_audio decode_file(const std::filesystem::path& path, const decode_options& options = {});
+DecodedAudio decode(std::string_view bytes, const DecodeOptions& options = {});
+/// Reads a whole file into memory and decodes it; DecodeError messages are
+/// prefixed with the path. Throws AudioError when the file cannot be read.
+DecodedAudio decode_file(const std::filesystem::path& path, const DecodeOptions& options = {});
 
 }  // namespace izwi::audio
 

@@ -20,7 +20,7 @@
 //         the next one above. Mono or stereo only.
 // encoded_sample_rate() says which rate a format will carry.
 //
-// Streaming (streaming_encoder): the chunks, concatenated, always form a
+// Streaming (StreamingEncoder): the chunks, concatenated, always form a
 // valid file that decodes to the audio pushed so far. Each format needs its
 // own answer, because the usual encoders go back to patch a header at the end:
 //   wav   the header goes first with its size fields at 0xFFFFFFFF ("until
@@ -58,33 +58,33 @@
 namespace izwi::audio {
 
 /// The response formats of OpenAI's /v1/audio/speech that izwi produces.
-enum class audio_format : std::uint8_t { wav, pcm, flac, opus, mp3 };
+enum class AudioFormat : std::uint8_t { wav, pcm, flac, opus, mp3 };
 
 /// "wav", "pcm", "flac", "opus", "mp3" — as OpenAI's response_format spells it.
-std::string_view to_string(audio_format) noexcept;
+std::string_view to_string(AudioFormat) noexcept;
 /// The inverse of to_string (exact, lower case); nullopt for anything else
 /// (including OpenAI's "aac", which izwi does not produce).
-std::optional<audio_format> parse_audio_format(std::string_view name) noexcept;
+std::optional<AudioFormat> parse_audio_format(std::string_view name) noexcept;
 /// HTTP Content-Type: audio/wav, audio/pcm, audio/flac, audio/ogg, audio/mpeg.
-std::string_view content_type(audio_format) noexcept;
+std::string_view content_type(AudioFormat) noexcept;
 /// The sample rate the encoded output of `format` carries for input at
 /// `input_rate` (equal, except opus and mp3 for rates their codecs lack).
-std::uint32_t encoded_sample_rate(audio_format format, std::uint32_t input_rate);
+std::uint32_t encoded_sample_rate(AudioFormat format, std::uint32_t input_rate);
 
 /// The audio could not be encoded (unsupported channel count for the format,
 /// output too large for the container, or the codec library failed).
-class encode_error : public audio_error {
+class EncodeError : public AudioError {
  public:
-  using audio_error::audio_error;
+  using AudioError::AudioError;
 };
 
 /// Encodes a whole buffer into a file in memory. Throws
 /// izwi::invalid_argument for a sample rate outside [1, max_sample_rate] or
-/// zero channels, and encode_error as above.
-std::vector<std::byte> encode(const audio_buffer& audio, audio_format format);
+/// zero channels, and EncodeError as above.
+std::vector<std::byte> encode(const AudioBuffer& audio, AudioFormat format);
 /// The same for interleaved samples.
 std::vector<std::byte> encode(std::span<const float> samples, std::uint32_t sample_rate,
-                              std::uint32_t channels, audio_format format);
+                              std::uint32_t channels, AudioFormat format);
 
 namespace detail {
 class memory_sink;
@@ -94,7 +94,7 @@ struct sndfile_state;
 /// Encodes audio that arrives in pieces (TTS output, chunk by chunk) into
 /// chunks of an encoded stream:
 ///
-///   streaming_encoder enc(audio_format::mp3, 24000);
+///   StreamingEncoder enc(AudioFormat::mp3, 24000);
 ///   for (auto& piece : model_output) send(enc.push(piece));  // may be empty
 ///   send(enc.finish());
 ///
@@ -102,16 +102,16 @@ struct sndfile_state;
 /// this page for how each format stays valid when sent in pieces). A chunk
 /// may be empty when the codec is still filling a frame or page. Move-only;
 /// one stream per encoder; not thread-safe.
-class streaming_encoder {
+class StreamingEncoder {
  public:
   /// Throws izwi::invalid_argument for a bad rate or channel count, and
-  /// encode_error when the format cannot carry the audio.
-  streaming_encoder(audio_format format, std::uint32_t sample_rate, std::uint32_t channels = 1);
-  ~streaming_encoder();
-  streaming_encoder(streaming_encoder&&) noexcept;
-  streaming_encoder& operator=(streaming_encoder&&) noexcept;
-  streaming_encoder(const streaming_encoder&) = delete;
-  streaming_encoder& operator=(const streaming_encoder&) = delete;
+  /// EncodeError when the format cannot carry the audio.
+  StreamingEncoder(AudioFormat format, std::uint32_t sample_rate, std::uint32_t channels = 1);
+  ~StreamingEncoder();
+  StreamingEncoder(StreamingEncoder&&) noexcept;
+  StreamingEncoder& operator=(StreamingEncoder&&) noexcept;
+  StreamingEncoder(const StreamingEncoder&) = delete;
+  StreamingEncoder& operator=(const StreamingEncoder&) = delete;
 
   /// Encodes interleaved samples (whole frames) and returns the bytes that are
   /// final now. Throws izwi::invalid_argument after finish().
@@ -119,7 +119,7 @@ class streaming_encoder {
   /// Ends the stream and returns its last bytes. Later calls return nothing.
   std::vector<std::byte> finish();
 
-  audio_format format() const noexcept { return format_; }
+  AudioFormat format() const noexcept { return format_; }
   std::uint32_t input_sample_rate() const noexcept { return input_rate_; }
   /// The rate the encoded stream carries: encoded_sample_rate(format, input rate).
   std::uint32_t output_sample_rate() const noexcept { return output_rate_; }
@@ -127,15 +127,15 @@ class streaming_encoder {
 
  private:
   friend std::vector<std::byte> encode(std::span<const float>, std::uint32_t, std::uint32_t,
-                                       audio_format);
+                                       AudioFormat);
   // whole_file: keep every byte until finish() so that the codec's closing
   // header patches land (the one-shot encode()).
-  streaming_encoder(audio_format format, std::uint32_t sample_rate, std::uint32_t channels,
+  StreamingEncoder(AudioFormat format, std::uint32_t sample_rate, std::uint32_t channels,
                     bool whole_file);
   void write(std::span<const float> samples);
   std::vector<std::byte> take_ready(bool at_end);
 
-  audio_format format_;
+  AudioFormat format_;
   std::uint32_t input_rate_;
   std::uint32_t output_rate_;
   std::uint32_t channels_;
@@ -147,7 +147,7 @@ class streaming_encoder {
   std::vector<std::byte> out_;                 // wav/pcm bytes not yet returned
   std::vector<float> scratch_;                 // clipped samples on their way to the codec
   std::vector<std::int16_t> scratch_s16_;      // quantised samples on their way to FLAC
-  std::optional<streaming_resampler> resampler_;
+  std::optional<StreamingResampler> resampler_;
   std::unique_ptr<detail::sndfile_state> sndfile_;  // flac, opus, mp3
 };
 

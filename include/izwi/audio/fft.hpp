@@ -34,7 +34,7 @@ namespace izwi::audio {
 /// Cheap to construct and copy: it points into the process-wide plan cache.
 /// All member functions are const and safe to call concurrently.
 template <class Real>
-class basic_real_fft {
+class BasicRealFft {
   static_assert(std::is_same_v<Real, float> || std::is_same_v<Real, double>,
                 "basic_real_fft: FFTW is used in float or double precision");
 
@@ -46,7 +46,7 @@ class basic_real_fft {
   /// Plans (or fetches the cached plans for) transforms of `size` real
   /// samples. Throws izwi::invalid_argument("n_fft") when `size` is 0 or above
   /// max_size, and izwi::error when FFTW cannot plan.
-  explicit basic_real_fft(std::size_t size);
+  explicit BasicRealFft(std::size_t size);
 
   /// Number of real samples a transform takes.
   std::size_t size() const noexcept { return size_; }
@@ -56,7 +56,7 @@ class basic_real_fft {
   /// out[k] = sum_n in[n] * exp(-2*pi*i*k*n/size) for k < bins(); unscaled,
   /// like numpy.fft.rfft. `in` must hold size() samples and `out` bins()
   /// values (checked; izwi::invalid_argument otherwise). Buffers need no
-  /// particular alignment, but 64-byte-aligned ones (fft_buffer) take FFTW's
+  /// particular alignment, but 64-byte-aligned ones (FftBuffer) take FFTW's
   /// fastest SIMD path.
   void forward(std::span<const Real> in, std::span<std::complex<Real>> out) const;
 
@@ -72,10 +72,10 @@ class basic_real_fft {
   const void* plans_;  // detail::real_fft_plans<Real>, owned by the plan cache
 };
 
-using real_fft = basic_real_fft<float>;
-using real_fft_double = basic_real_fft<double>;
+using RealFft = BasicRealFft<float>;
+using RealFftDouble = BasicRealFft<double>;
 
-/// Alignment of fft_buffer storage: at least what FFTW's widest SIMD code
+/// Alignment of FftBuffer storage: at least what FFTW's widest SIMD code
 /// (AVX-512) wants, in either precision.
 inline constexpr std::size_t fft_buffer_alignment = 64;
 
@@ -83,15 +83,15 @@ inline constexpr std::size_t fft_buffer_alignment = 64;
 /// fft_buffer_alignment, for the working arrays of hot loops: FFTW takes its
 /// fastest code path on such arrays. Move-only.
 template <class T>
-class fft_buffer {
+class FftBuffer {
  public:
-  fft_buffer() = default;
-  explicit fft_buffer(std::size_t count);
-  fft_buffer(fft_buffer&& other) noexcept;
-  fft_buffer& operator=(fft_buffer&& other) noexcept;
-  fft_buffer(const fft_buffer&) = delete;
-  fft_buffer& operator=(const fft_buffer&) = delete;
-  ~fft_buffer();
+  FftBuffer() = default;
+  explicit FftBuffer(std::size_t count);
+  FftBuffer(FftBuffer&& other) noexcept;
+  FftBuffer& operator=(FftBuffer&& other) noexcept;
+  FftBuffer(const FftBuffer&) = delete;
+  FftBuffer& operator=(const FftBuffer&) = delete;
+  ~FftBuffer();
 
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }

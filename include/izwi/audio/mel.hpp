@@ -1,7 +1,7 @@
 #pragma once
 // Mel filterbanks and Whisper's log-mel frontend.
 //
-// whisper_log_mel reproduces openai/whisper's log_mel_spectrogram exactly:
+// WhisperLogMel reproduces openai/whisper's LogMelSpectrogram exactly:
 // 16 kHz input, n_fft 400, hop 160, periodic Hann window, centred
 // reflect-padded STFT with the last frame dropped, power spectrum |X|^2, a
 // Slaney-style mel filterbank (80 or 128 filters, 0-8000 Hz, Slaney mel scale,
@@ -26,24 +26,24 @@ namespace izwi::audio {
 /// Hz <-> mel conversions. Slaney's (librosa's default, Whisper's): linear
 /// below 1 kHz (3 mels per 200 Hz), logarithmic above (27 mels per factor
 /// 6.4). HTK's: 2595 * log10(1 + f / 700).
-enum class mel_scale { slaney, htk };
+enum class MelScale { slaney, htk };
 
 /// Filter heights. slaney: each triangle is scaled by 2 / (its width in Hz),
 /// so every filter has about the same area (constant energy per channel);
 /// none: every triangle peaks at 1.
-enum class mel_normalization { none, slaney };
+enum class MelNormalization { none, slaney };
 
-double hz_to_mel(double hz, mel_scale scale) noexcept;
-double mel_to_hz(double mel, mel_scale scale) noexcept;
+double hz_to_mel(double hz, MelScale scale) noexcept;
+double mel_to_hz(double mel, MelScale scale) noexcept;
 
-struct mel_filterbank_options {
+struct MelFilterbankOptions {
   std::size_t n_mels = 80;
   std::size_t n_fft = 400;
   double sample_rate = 16000.0;
   double f_min = 0.0;
   double f_max = 8000.0;
-  mel_scale scale = mel_scale::slaney;
-  mel_normalization normalization = mel_normalization::slaney;
+  MelScale scale = MelScale::slaney;
+  MelNormalization normalization = MelNormalization::slaney;
 };
 
 /// Triangular mel filters over the n_fft / 2 + 1 bins of a onesided power
@@ -55,13 +55,13 @@ struct mel_filterbank_options {
 /// Stored sparse: each filter is non-zero only on one contiguous band of bins,
 /// so applying the bank costs about two multiply-adds per bin instead of
 /// n_mels.
-class mel_filterbank {
+class MelFilterbank {
  public:
   /// Throws izwi::invalid_argument naming the field when n_mels or n_fft is 0,
   /// sample_rate is not positive, or not 0 <= f_min < f_max.
-  explicit mel_filterbank(const mel_filterbank_options& options);
+  explicit MelFilterbank(const MelFilterbankOptions& options);
 
-  const mel_filterbank_options& options() const noexcept { return options_; }
+  const MelFilterbankOptions& options() const noexcept { return options_; }
   std::size_t n_mels() const noexcept { return options_.n_mels; }
   std::size_t n_bins() const noexcept { return options_.n_fft / 2 + 1; }
 
@@ -91,7 +91,7 @@ class mel_filterbank {
     std::size_t offset = 0;  // into weights_
     std::size_t size = 0;
   };
-  mel_filterbank_options options_;
+  MelFilterbankOptions options_;
   std::vector<band_extent> bands_;
   std::vector<float> weights_;
 };
@@ -108,7 +108,7 @@ inline constexpr std::size_t whisper_chunk_samples = 30 * whisper_sample_rate;
 inline constexpr std::size_t whisper_chunk_frames = whisper_chunk_samples / whisper_hop_length;
 
 /// How much audio one feature matrix covers.
-enum class whisper_padding {
+enum class WhisperPadding {
   /// Whisper's pad_or_trim: zero-pad or cut the input to 30 s (480000
   /// samples), giving exactly 3000 frames - what the encoder takes, and what
   /// Hugging Face's WhisperFeatureExtractor produces.
@@ -121,7 +121,7 @@ enum class whisper_padding {
 
 /// Log-mel features, [n_mels][n_frames] row-major: the layout of Whisper's
 /// encoder input (one row per mel channel, frames along a row).
-struct log_mel_spectrogram {
+struct LogMelSpectrogram {
   std::size_t n_mels = 0;
   std::size_t n_frames = 0;
   std::vector<float> values;
@@ -136,40 +136,40 @@ std::vector<float> pad_or_trim(std::span<const float> samples, std::size_t lengt
 
 /// Whisper's log-mel frontend for one channel count. Construct once (it holds
 /// the filterbank, window and FFT plan), call from any number of threads.
-class whisper_log_mel {
+class WhisperLogMel {
  public:
   /// n_mels is 80 (Whisper tiny to large-v2) or 128 (large-v3); other counts
   /// are computed the same way. Throws izwi::invalid_argument("n_mels") for 0.
-  explicit whisper_log_mel(std::size_t n_mels = 80);
+  explicit WhisperLogMel(std::size_t n_mels = 80);
 
   std::size_t n_mels() const noexcept { return filterbank_.n_mels(); }
-  const mel_filterbank& filterbank() const noexcept { return filterbank_; }
+  const MelFilterbank& filterbank() const noexcept { return filterbank_; }
 
   /// Frames the features of n_samples samples have: 3000 for
   /// pad_or_trim_30s, n_samples / 160 for none.
-  static std::size_t frame_count(std::size_t n_samples, whisper_padding padding) noexcept;
+  static std::size_t frame_count(std::size_t n_samples, WhisperPadding padding) noexcept;
 
   /// The log-mel features of `samples_16k` (mono, 16 kHz, nominally in
   /// [-1, 1]; resample first if not).
-  log_mel_spectrogram operator()(std::span<const float> samples_16k,
-                                 whisper_padding padding = whisper_padding::pad_or_trim_30s) const;
+  LogMelSpectrogram operator()(std::span<const float> samples_16k,
+                                 WhisperPadding padding = WhisperPadding::pad_or_trim_30s) const;
 
   /// The same into a caller-owned buffer of n_mels() * frame_count(...)
   /// floats, [n_mels][n_frames] (checked; izwi::invalid_argument("out")).
   /// Allocates only a few kilobytes of scratch.
-  void compute_into(std::span<const float> samples_16k, whisper_padding padding, std::span<float> out) const;
+  void compute_into(std::span<const float> samples_16k, WhisperPadding padding, std::span<float> out) const;
 
  private:
   // Double precision from the window to the mel energies: see fft.hpp on
   // why log10's 8-decade range needs it. The log itself is taken in float.
-  mel_filterbank filterbank_;
-  real_fft_double fft_;
+  MelFilterbank filterbank_;
+  RealFftDouble fft_;
   std::vector<double> window_;
 };
 
-/// One-shot convenience: whisper_log_mel(n_mels)(samples_16k, padding).
-log_mel_spectrogram whisper_log_mel_spectrogram(std::span<const float> samples_16k, std::size_t n_mels = 80,
-                                                whisper_padding padding = whisper_padding::pad_or_trim_30s);
+/// One-shot convenience: WhisperLogMel(n_mels)(samples_16k, padding).
+LogMelSpectrogram whisper_log_mel_spectrogram(std::span<const float> samples_16k, std::size_t n_mels = 80,
+                                                WhisperPadding padding = WhisperPadding::pad_or_trim_30s);
 
 }  // namespace izwi::audio
 

@@ -15,7 +15,7 @@
 // time-aligned with the input (the filter delay is compensated by soxr).
 //
 // Streaming: soxr keeps its own input FIFO, so the output of a
-// streaming_resampler does not depend on how the input was cut into chunks:
+// StreamingResampler does not depend on how the input was cut into chunks:
 // concatenating push() results and flush() gives the same samples as the
 // one-shot resample() of the whole signal (tested).
 
@@ -40,16 +40,16 @@ std::size_t resampled_frames(std::size_t frames, std::uint32_t from_rate, std::u
 /// Converts interleaved float audio of `channels` channels from `from_rate`
 /// to `to_rate` Hz in one call. Returns resampled_frames() frames. Equal rates
 /// copy. Throws izwi::invalid_argument for a rate outside [1, max_sample_rate]
-/// or a sample count that is not whole frames, and audio_error if soxr fails.
+/// or a sample count that is not whole frames, and AudioError if soxr fails.
 std::vector<float> resample(std::span<const float> samples, std::uint32_t from_rate,
                             std::uint32_t to_rate, std::uint32_t channels = 1);
 
 /// The same for a buffer; returns a buffer at `to_rate` with the same channels.
-audio_buffer resample(const audio_buffer& audio, std::uint32_t to_rate);
+AudioBuffer resample(const AudioBuffer& audio, std::uint32_t to_rate);
 
 /// Resamples audio that arrives in chunks (a microphone stream, TTS output).
 ///
-///   streaming_resampler r(24000, 48000);
+///   StreamingResampler r(24000, 48000);
 ///   for (chunk : chunks) send(r.push(chunk));   // whatever is ready now
 ///   send(r.flush());                            // the filter's tail
 ///
@@ -57,16 +57,16 @@ audio_buffer resample(const audio_buffer& audio, std::uint32_t to_rate);
 /// the filter's look-ahead comes out of later pushes or flush(). After flush()
 /// the total output is resampled_frames(total input) frames. Move-only; not
 /// thread-safe (one stream, one owner).
-class streaming_resampler {
+class StreamingResampler {
  public:
   /// Throws izwi::invalid_argument for a rate outside [1, max_sample_rate] or
-  /// channels == 0, and audio_error if soxr cannot be set up.
-  streaming_resampler(std::uint32_t from_rate, std::uint32_t to_rate, std::uint32_t channels = 1);
-  ~streaming_resampler();
-  streaming_resampler(streaming_resampler&& other) noexcept;
-  streaming_resampler& operator=(streaming_resampler&& other) noexcept;
-  streaming_resampler(const streaming_resampler&) = delete;
-  streaming_resampler& operator=(const streaming_resampler&) = delete;
+  /// channels == 0, and AudioError if soxr cannot be set up.
+  StreamingResampler(std::uint32_t from_rate, std::uint32_t to_rate, std::uint32_t channels = 1);
+  ~StreamingResampler();
+  StreamingResampler(StreamingResampler&& other) noexcept;
+  StreamingResampler& operator=(StreamingResampler&& other) noexcept;
+  StreamingResampler(const StreamingResampler&) = delete;
+  StreamingResampler& operator=(const StreamingResampler&) = delete;
 
   /// Feeds interleaved samples (whole frames) and returns the output frames
   /// ready now. Throws izwi::invalid_argument after flush() (call reset()).

@@ -12,7 +12,7 @@
 namespace izwi::audio {
 
 /// How frames are laid over the signal.
-enum class stft_padding {
+enum class StftPadding {
   /// Centred: frame t is centred on sample t * hop_length, and the signal is
   /// extended by n_fft / 2 samples on each side by mirroring it without
   /// repeating the edge sample (numpy.pad "reflect"; repeated for very short
@@ -24,15 +24,15 @@ enum class stft_padding {
   none,
 };
 
-struct stft_options {
+struct StftOptions {
   std::size_t n_fft = 400;
   std::size_t hop_length = 160;
-  stft_padding padding = stft_padding::reflect;
+  StftPadding padding = StftPadding::reflect;
 };
 
 /// Complex STFT bins, frame-major: values[frame * n_bins + bin], bins from DC
 /// to Nyquist (n_bins = n_fft / 2 + 1). Note torch.stft returns the transpose.
-struct complex_spectrogram {
+struct ComplexSpectrogram {
   std::size_t n_frames = 0;
   std::size_t n_bins = 0;
   std::vector<std::complex<float>> values;
@@ -42,8 +42,8 @@ struct complex_spectrogram {
   std::complex<float> at(std::size_t t, std::size_t bin) const { return values[t * n_bins + bin]; }
 };
 
-/// Power |X|^2 of each STFT bin, same layout as complex_spectrogram.
-struct power_spectrogram {
+/// Power |X|^2 of each STFT bin, same layout as ComplexSpectrogram.
+struct PowerSpectrogram {
   std::size_t n_frames = 0;
   std::size_t n_bins = 0;
   std::vector<float> values;
@@ -54,15 +54,15 @@ struct power_spectrogram {
 
 /// An STFT of fixed size, hop, window and padding. Construct once, use from
 /// any number of threads (all members are const; scratch is per call).
-class stft {
+class Stft {
  public:
   /// `window` holds between 1 and n_fft samples; a shorter one is zero-padded
   /// on both sides to n_fft, centred, as torch.stft does. Throws
   /// izwi::invalid_argument naming "n_fft", "hop_length" or "window" when one
-  /// is out of range (n_fft 0 or above real_fft::max_size, hop_length 0).
-  stft(stft_options options, std::span<const float> window);
+  /// is out of range (n_fft 0 or above RealFft::max_size, hop_length 0).
+  Stft(StftOptions options, std::span<const float> window);
 
-  const stft_options& options() const noexcept { return options_; }
+  const StftOptions& options() const noexcept { return options_; }
   std::size_t n_fft() const noexcept { return options_.n_fft; }
   std::size_t hop_length() const noexcept { return options_.hop_length; }
   std::size_t n_bins() const noexcept { return options_.n_fft / 2 + 1; }
@@ -75,10 +75,10 @@ class stft {
   std::size_t frame_count(std::size_t n_samples) const noexcept;
 
   /// The complex STFT of `signal` (frame_count(signal.size()) frames).
-  complex_spectrogram forward(std::span<const float> signal) const;
+  ComplexSpectrogram forward(std::span<const float> signal) const;
 
   /// |STFT|^2 of `signal`, without keeping the complex bins.
-  power_spectrogram power(std::span<const float> signal) const;
+  PowerSpectrogram power(std::span<const float> signal) const;
 
   /// Inverse by weighted overlap-add (torch.istft): each frame's inverse FFT
   /// times the window is added at t * hop_length, and the sum divided by the
@@ -92,8 +92,8 @@ class stft {
   /// nonzero-overlap-add condition, or the output reaches past the frames'
   /// edge for an uncentred transform), and ("n_fft") when the spectrogram's
   /// n_bins does not match.
-  std::vector<float> inverse(const complex_spectrogram& spectrum) const;
-  std::vector<float> inverse(const complex_spectrogram& spectrum, std::size_t length) const;
+  std::vector<float> inverse(const ComplexSpectrogram& spectrum) const;
+  std::vector<float> inverse(const ComplexSpectrogram& spectrum, std::size_t length) const;
 
   /// The loop under forward() and power(), for frontends that reduce each
   /// frame right away (the Whisper log-mel): calls
@@ -104,10 +104,10 @@ class stft {
   void for_each_frame(std::span<const float> signal, std::size_t n_frames, Consumer&& consume) const;
 
  private:
-  std::vector<float> inverse_impl(const complex_spectrogram& spectrum, bool has_length, std::size_t length) const;
+  std::vector<float> inverse_impl(const ComplexSpectrogram& spectrum, bool has_length, std::size_t length) const;
 
-  stft_options options_;
-  real_fft fft_;
+  StftOptions options_;
+  RealFft fft_;
   std::vector<float> window_;
 };
 

@@ -10,7 +10,7 @@ namespace izwi::audio {
 /// periodic window is the first N points of a length-N+1 symmetric one); they
 /// are what STFTs use, and what torch.hann_window gives by default. Symmetric
 /// windows are what filter design (numpy.hanning) uses.
-enum class window_symmetry { periodic, symmetric };
+enum class WindowSymmetry { periodic, symmetric };
 
 /// The Hann window w[n] = 0.5 - 0.5 * cos(2*pi*n / D), with D = length for a
 /// periodic window and D = length - 1 for a symmetric one; computed in double
@@ -18,7 +18,7 @@ enum class window_symmetry { periodic, symmetric };
 /// rounding. A window of length 1 is {1}; of length 0, empty. Real is float
 /// or double (hann_window<double>(400) for double-precision frontends).
 template <class Real = float>
-std::vector<Real> hann_window(std::size_t length, window_symmetry symmetry = window_symmetry::periodic);
+std::vector<Real> hann_window(std::size_t length, WindowSymmetry symmetry = WindowSymmetry::periodic);
 
 }  // namespace izwi::audio
 

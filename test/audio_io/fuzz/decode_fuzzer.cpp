@@ -1,6 +1,6 @@
 // libFuzzer target for izwi::audio::decode, the entry point for uploaded
 // bytes. The contract under test: any input either decodes or throws
-// decode_error; anything else (a crash, a sanitizer report, another
+// DecodeError; anything else (a crash, a sanitizer report, another
 // exception, a leak, a hang, unbounded memory) is a bug.
 //
 // Built with clang++ by izwi_add_fuzz_test (cmake/izwiFuzz.cmake). When
@@ -30,16 +30,16 @@ void write_encoded_seeds(const std::string& dir) {
   using namespace izwi::audio;
   std::vector<float> tone(1600);
   for (std::size_t i = 0; i < tone.size(); ++i) tone[i] = 0.3f * static_cast<float>((i * 37) % 200) / 200.0f;
-  for (audio_format f : {audio_format::flac, audio_format::opus, audio_format::mp3}) {
+  for (AudioFormat f : {AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
     write_seed(dir, "izwi-" + std::string(to_string(f)), encode(tone, 16000, 1, f));
-    streaming_encoder enc(f, 8000, 1);
+    StreamingEncoder enc(f, 8000, 1);
     auto bytes = enc.push(tone);
     auto tail = enc.finish();
     bytes.insert(bytes.end(), tail.begin(), tail.end());
     write_seed(dir, "izwi-streamed-" + std::string(to_string(f)), bytes);
   }
   std::vector<float> stereo(2 * 800, 0.1f);
-  write_seed(dir, "izwi-stereo.opus", encode(stereo, 48000, 2, audio_format::opus));
+  write_seed(dir, "izwi-stereo.opus", encode(stereo, 48000, 2, AudioFormat::opus));
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  izwi::audio::decode_options options;
+  izwi::audio::DecodeOptions options;
   options.max_duration_seconds = 20.0;  // keeps each run short; the bound itself is under test
   // Let the first byte pick mono/interleaved and resampling, to reach both paths.
   if (size > 0) {
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     izwi::audio::decode(std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), size),
                         options);
-  } catch (const izwi::audio::decode_error&) {
+  } catch (const izwi::audio::DecodeError&) {
     // The expected outcome for malformed input.
   }
   return 0;

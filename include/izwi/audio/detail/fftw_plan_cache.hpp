@@ -5,7 +5,7 @@
 // run on two threads at once; executing a finished plan with the new-array
 // execute functions may. So plans are made once per size under
 // fftw_planner_mutex() and then shared read-only. They are never destroyed:
-// the set of sizes a process uses is small and bounded (basic_real_fft's
+// the set of sizes a process uses is small and bounded (BasicRealFft's
 // max_size caps each), and destroying plans during static destruction could
 // race with threads that are still transforming.
 

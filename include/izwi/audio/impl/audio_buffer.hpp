@@ -25,8 +25,8 @@ inline std::vector<float> mix_to_mono(std::span<const float> interleaved, std::u
   return mono;
 }
 
-inline audio_buffer mix_to_mono(const audio_buffer& audio) {
-  return audio_buffer{mix_to_mono(audio.samples, audio.channels), audio.sample_rate, 1};
+inline AudioBuffer mix_to_mono(const AudioBuffer& audio) {
+  return AudioBuffer{mix_to_mono(audio.samples, audio.channels), audio.sample_rate, 1};
 }
 
 }  // namespace izwi::audio

@@ -19,16 +19,16 @@
 
 namespace izwi::audio {
 
-inline std::string_view to_string(decode_problem p) noexcept {
+inline std::string_view to_string(DecodeProblem p) noexcept {
   switch (p) {
-    case decode_problem::empty_input: return "empty_input";
-    case decode_problem::not_audio: return "not_audio";
-    case decode_problem::unsupported_codec: return "unsupported_codec";
-    case decode_problem::truncated: return "truncated";
-    case decode_problem::corrupt: return "corrupt";
-    case decode_problem::invalid_format: return "invalid_format";
-    case decode_problem::no_samples: return "no_samples";
-    case decode_problem::too_long: return "too_long";
+    case DecodeProblem::empty_input: return "empty_input";
+    case DecodeProblem::not_audio: return "not_audio";
+    case DecodeProblem::unsupported_codec: return "unsupported_codec";
+    case DecodeProblem::truncated: return "truncated";
+    case DecodeProblem::corrupt: return "corrupt";
+    case DecodeProblem::invalid_format: return "invalid_format";
+    case DecodeProblem::no_samples: return "no_samples";
+    case DecodeProblem::too_long: return "too_long";
   }
   return "unknown";
 }
@@ -126,27 +126,27 @@ inline std::string container_label(int format) {
   const int code = sf_error(nullptr);
   const std::string why = sf_strerror(nullptr);
   if (code == SF_ERR_UNRECOGNISED_FORMAT)
-    throw decode_error(decode_problem::not_audio,
+    throw DecodeError(DecodeProblem::not_audio,
                        "not an audio file (" + describe_bytes(bytes) + "): libsndfile: " + why);
   if (code == SF_ERR_UNSUPPORTED_ENCODING || why.find("nimplemented") != std::string::npos ||
       why.find("not supported") != std::string::npos ||
       why.find("nsupported") != std::string::npos)
-    throw decode_error(decode_problem::unsupported_codec, "unsupported audio encoding: " + why);
-  throw decode_error(decode_problem::corrupt, "corrupt audio stream: libsndfile: " + why);
+    throw DecodeError(DecodeProblem::unsupported_codec, "unsupported audio encoding: " + why);
+  throw DecodeError(DecodeProblem::corrupt, "corrupt audio stream: libsndfile: " + why);
 }
 
 /// Reads an opened stream into a buffer, enforcing the options' limits.
-inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_options& options) {
-  decoded_audio result;
-  decode_info& info = result.info;
+inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOptions& options) {
+  DecodedAudio result;
+  DecodeInfo& info = result.info;
   info.format = container_name(sf.format);
   info.encoding = encoding_name(sf.format);
   if (sf.channels <= 0 || static_cast<std::uint32_t>(sf.channels) > max_decode_channels)
-    throw decode_error(decode_problem::invalid_format,
+    throw DecodeError(DecodeProblem::invalid_format,
                        "audio has " + std::to_string(sf.channels) + " channels; izwi accepts 1 to " +
                            std::to_string(max_decode_channels));
   if (sf.samplerate <= 0 || static_cast<std::uint32_t>(sf.samplerate) > max_sample_rate)
-    throw decode_error(decode_problem::invalid_format,
+    throw DecodeError(DecodeProblem::invalid_format,
                        "audio declares a sample rate of " + std::to_string(sf.samplerate) +
                            " Hz; izwi accepts 1 to " + std::to_string(max_sample_rate));
   info.sample_rate = static_cast<std::uint32_t>(sf.samplerate);
@@ -158,9 +158,9 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
   // libsndfile says SF_COUNT_MAX when it cannot know the length.
   const bool frames_known = sf.frames >= 0 && sf.frames < SF_COUNT_MAX;
   if (frames_known && sf.frames == 0)
-    throw decode_error(decode_problem::no_samples, "the audio stream holds no samples (0 frames)");
+    throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples (0 frames)");
   if (frames_known && static_cast<double>(sf.frames) / rate > options.max_duration_seconds)
-    throw decode_error(decode_problem::too_long,
+    throw DecodeError(DecodeProblem::too_long,
                        "audio is " + format_seconds(static_cast<double>(sf.frames) / rate) +
                            " s long, over the " + limit + " s limit");
   // Frames allowed: the limit, plus one so that "more than the limit" shows.
@@ -173,7 +173,7 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
   // Resample block by block as the stream is read, so memory follows the
   // target rate rather than the source's (an hour at 16 kHz mono is 230 MB
   // however the upload was recorded). Streaming output equals one-shot.
-  std::optional<streaming_resampler> resampler;
+  std::optional<StreamingResampler> resampler;
   if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
     resampler.emplace(info.sample_rate, options.target_sample_rate, out_channels);
   if (frames_known) {
@@ -194,14 +194,14 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
     const sf_count_t got = sf_readf_float(file, block.data(), block_frames);
     if (got <= 0) break;
     if (total + static_cast<std::uint64_t>(got) > max_frames)
-      throw decode_error(decode_problem::too_long,
+      throw DecodeError(DecodeProblem::too_long,
                          "audio is longer than the " + limit + " s limit (stopped reading at " +
                              format_seconds(static_cast<double>(total + got) / rate) + " s)");
     total += static_cast<std::uint64_t>(got);
     const std::size_t n = static_cast<std::size_t>(got) * channels;
     for (std::size_t i = 0; i < n; ++i)
       if (!std::isfinite(block[i]))
-        throw decode_error(decode_problem::corrupt,
+        throw DecodeError(DecodeProblem::corrupt,
                            "corrupt audio stream: the samples contain NaN or infinity");
     std::span<const float> frames(block.data(), n);
     if (out_channels == 1 && channels > 1) {
@@ -221,13 +221,13 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
   }
   const int err = sf_error(file);
   if (err != SF_ERR_NO_ERROR)
-    throw decode_error(decode_problem::corrupt, "corrupt " + container_label(sf.format) +
+    throw DecodeError(DecodeProblem::corrupt, "corrupt " + container_label(sf.format) +
                                                     " stream after " + std::to_string(total) +
                                                     " frames: libsndfile: " + sf_strerror(file));
   if (total == 0)
-    throw decode_error(decode_problem::no_samples, "the audio stream holds no samples");
+    throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples");
   if (frames_known && total < expected && header_frames_are_exact(sf.format))
-    throw decode_error(decode_problem::truncated,
+    throw DecodeError(DecodeProblem::truncated,
                        "truncated " + container_label(sf.format) + " stream: the header declares " +
                            std::to_string(expected) + " frames, only " + std::to_string(total) +
                            " decode");
@@ -244,7 +244,7 @@ inline decoded_audio read_stream(SNDFILE* file, const SF_INFO& sf, const decode_
   return result;
 }
 
-inline void check_options(const decode_options& options) {
+inline void check_options(const DecodeOptions& options) {
   if (!(options.max_duration_seconds > 0) || !std::isfinite(options.max_duration_seconds))
     throw izwi::invalid_argument("max_duration_seconds",
                                  "max_duration_seconds must be a positive number of seconds");
@@ -256,18 +256,18 @@ inline void check_options(const decode_options& options) {
 
 }  // namespace detail
 
-inline decoded_audio decode(std::span<const std::byte> bytes, const decode_options& options) {
+inline DecodedAudio decode(std::span<const std::byte> bytes, const DecodeOptions& options) {
   detail::check_options(options);
-  if (bytes.empty()) throw decode_error(decode_problem::empty_input, "empty audio body: 0 bytes");
+  if (bytes.empty()) throw DecodeError(DecodeProblem::empty_input, "empty audio body: 0 bytes");
   if (auto shortfall = detail::find_riff_data_shortfall(bytes))
-    throw decode_error(decode_problem::truncated,
+    throw DecodeError(DecodeProblem::truncated,
                        "truncated WAV stream: the data chunk declares " +
                            std::to_string(shortfall->declared) + " bytes, the body holds " +
                            std::to_string(shortfall->present));
   if (auto tag = detail::find_riff_format_tag(bytes); tag && !detail::is_decodable_wav_format_tag(*tag)) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%04x", static_cast<unsigned>(*tag));
-    throw decode_error(decode_problem::unsupported_codec,
+    throw DecodeError(DecodeProblem::unsupported_codec,
                        std::string("unsupported audio encoding: WAV format tag ") + hex +
                            " (izwi reads PCM, float, A-law, mu-law, ADPCM, GSM 6.10 and MPEG in WAV)");
   }
@@ -278,19 +278,19 @@ inline decoded_audio decode(std::span<const std::byte> bytes, const decode_optio
   return detail::read_stream(file.get(), sf, options);
 }
 
-inline decoded_audio decode(std::string_view bytes, const decode_options& options) {
+inline DecodedAudio decode(std::string_view bytes, const DecodeOptions& options) {
   return decode(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), options);
 }
 
-inline decoded_audio decode_file(const std::filesystem::path& path, const decode_options& options) {
+inline DecodedAudio decode_file(const std::filesystem::path& path, const DecodeOptions& options) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw audio_error("cannot open audio file '" + path.string() + "'");
+  if (!in) throw AudioError("cannot open audio file '" + path.string() + "'");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw audio_error("cannot read audio file '" + path.string() + "'");
+  if (in.bad()) throw AudioError("cannot read audio file '" + path.string() + "'");
   try {
     return decode(std::string_view(bytes.data(), bytes.size()), options);
-  } catch (const decode_error& e) {
-    throw decode_error(e.problem(), path.string() + ": " + e.what());
+  } catch (const DecodeError& e) {
+    throw DecodeError(e.problem(), path.string() + ": " + e.what());
   }
 }
 

@@ -15,36 +15,36 @@
 
 namespace izwi::audio {
 
-inline std::string_view to_string(audio_format f) noexcept {
+inline std::string_view to_string(AudioFormat f) noexcept {
   switch (f) {
-    case audio_format::wav: return "wav";
-    case audio_format::pcm: return "pcm";
-    case audio_format::flac: return "flac";
-    case audio_format::opus: return "opus";
-    case audio_format::mp3: return "mp3";
+    case AudioFormat::wav: return "wav";
+    case AudioFormat::pcm: return "pcm";
+    case AudioFormat::flac: return "flac";
+    case AudioFormat::opus: return "opus";
+    case AudioFormat::mp3: return "mp3";
   }
   return "unknown";
 }
 
-inline std::optional<audio_format> parse_audio_format(std::string_view name) noexcept {
-  for (audio_format f : {audio_format::wav, audio_format::pcm, audio_format::flac,
-                         audio_format::opus, audio_format::mp3})
+inline std::optional<AudioFormat> parse_audio_format(std::string_view name) noexcept {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac,
+                         AudioFormat::opus, AudioFormat::mp3})
     if (name == to_string(f)) return f;
   return std::nullopt;
 }
 
-inline std::string_view content_type(audio_format f) noexcept {
+inline std::string_view content_type(AudioFormat f) noexcept {
   switch (f) {
-    case audio_format::wav: return "audio/wav";
-    case audio_format::pcm: return "audio/pcm";
-    case audio_format::flac: return "audio/flac";
-    case audio_format::opus: return "audio/ogg";
-    case audio_format::mp3: return "audio/mpeg";
+    case AudioFormat::wav: return "audio/wav";
+    case AudioFormat::pcm: return "audio/pcm";
+    case AudioFormat::flac: return "audio/flac";
+    case AudioFormat::opus: return "audio/ogg";
+    case AudioFormat::mp3: return "audio/mpeg";
   }
   return "application/octet-stream";
 }
 
-inline std::uint32_t encoded_sample_rate(audio_format format, std::uint32_t input_rate) {
+inline std::uint32_t encoded_sample_rate(AudioFormat format, std::uint32_t input_rate) {
   detail::check_sample_rate(input_rate);
   auto next_supported = [input_rate](std::initializer_list<std::uint32_t> rates) {
     for (std::uint32_t r : rates)
@@ -52,8 +52,8 @@ inline std::uint32_t encoded_sample_rate(audio_format format, std::uint32_t inpu
     return *(rates.end() - 1);
   };
   switch (format) {
-    case audio_format::opus: return next_supported({8000, 12000, 16000, 24000, 48000});
-    case audio_format::mp3:
+    case AudioFormat::opus: return next_supported({8000, 12000, 16000, 24000, 48000});
+    case AudioFormat::mp3:
       return next_supported({8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000});
     default: return input_rate;
   }
@@ -117,11 +117,11 @@ inline constexpr double opus_compression_level = 0.8;
 
 }  // namespace detail
 
-inline streaming_encoder::streaming_encoder(audio_format format, std::uint32_t sample_rate,
+inline StreamingEncoder::StreamingEncoder(AudioFormat format, std::uint32_t sample_rate,
                                             std::uint32_t channels)
-    : streaming_encoder(format, sample_rate, channels, false) {}
+    : StreamingEncoder(format, sample_rate, channels, false) {}
 
-inline streaming_encoder::streaming_encoder(audio_format format, std::uint32_t sample_rate,
+inline StreamingEncoder::StreamingEncoder(AudioFormat format, std::uint32_t sample_rate,
                                             std::uint32_t channels, bool whole_file)
     : format_(format),
       input_rate_(sample_rate),
@@ -131,60 +131,60 @@ inline streaming_encoder::streaming_encoder(audio_format format, std::uint32_t s
   if (channels == 0 || channels > 0xFFFF)
     throw izwi::invalid_argument("channels", "cannot encode " + std::to_string(channels) +
                                                  "-channel audio");
-  if (format == audio_format::mp3 && channels > 2)
-    throw encode_error("mp3 carries mono or stereo only, not " + std::to_string(channels) +
+  if (format == AudioFormat::mp3 && channels > 2)
+    throw EncodeError("mp3 carries mono or stereo only, not " + std::to_string(channels) +
                        " channels");
   if (output_rate_ != input_rate_) resampler_.emplace(input_rate_, output_rate_, channels_);
 
   switch (format) {
-    case audio_format::wav:
+    case AudioFormat::wav:
       detail::append_wav_header(out_, output_rate_, channels_, whole_file_ ? 0u : 0xFFFFFFFFu);
       return;
-    case audio_format::pcm: return;
+    case AudioFormat::pcm: return;
     default: break;
   }
   SF_INFO info{};
   info.samplerate = static_cast<int>(output_rate_);
   info.channels = static_cast<int>(channels_);
-  info.format = format == audio_format::flac   ? SF_FORMAT_FLAC | SF_FORMAT_PCM_16
-                : format == audio_format::opus ? SF_FORMAT_OGG | SF_FORMAT_OPUS
+  info.format = format == AudioFormat::flac   ? SF_FORMAT_FLAC | SF_FORMAT_PCM_16
+                : format == AudioFormat::opus ? SF_FORMAT_OGG | SF_FORMAT_OPUS
                                                : SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III;
   if (!sf_format_check(&info))
-    throw encode_error("libsndfile cannot write " + std::string(to_string(format)) + " at " +
+    throw EncodeError("libsndfile cannot write " + std::string(to_string(format)) + " at " +
                        std::to_string(output_rate_) + " Hz with " + std::to_string(channels_) +
                        " channels");
   sndfile_ = std::make_unique<detail::sndfile_state>();
   sndfile_->file = sf_open_virtual(detail::memory_sink::io(), SFM_WRITE, &info, &sndfile_->sink);
   if (!sndfile_->file)
-    throw encode_error("cannot start " + std::string(to_string(format)) + " encoder: libsndfile: " +
+    throw EncodeError("cannot start " + std::string(to_string(format)) + " encoder: libsndfile: " +
                        sf_strerror(nullptr));
-  if (format == audio_format::opus) {
+  if (format == AudioFormat::opus) {
     // libsndfile maps the level linearly onto Opus bit rates; its default
     // (about 40 kb/s at 24 kHz mono) audibly smears a chirp (waveform
     // correlation 0.94); 0.8 gives about 64 kb/s, transparent for speech.
     double level = detail::opus_compression_level;
     sf_command(sndfile_->file, SFC_SET_COMPRESSION_LEVEL, &level, sizeof level);
   }
-  if (format == audio_format::mp3) {
+  if (format == AudioFormat::mp3) {
     // Mode first: libsndfile re-reads the compression level for the mode.
     int mode = SF_BITRATE_MODE_CONSTANT;
     sf_command(sndfile_->file, SFC_SET_BITRATE_MODE, &mode, sizeof mode);
     double level = detail::mp3_compression_level(output_rate_);
     if (!sf_command(sndfile_->file, SFC_SET_COMPRESSION_LEVEL, &level, sizeof level))
-      throw encode_error("cannot set the mp3 bit rate: libsndfile: " +
+      throw EncodeError("cannot set the mp3 bit rate: libsndfile: " +
                          std::string(sf_strerror(sndfile_->file)));
   }
 }
 
-inline streaming_encoder::~streaming_encoder() = default;
-inline streaming_encoder::streaming_encoder(streaming_encoder&&) noexcept = default;
-inline streaming_encoder& streaming_encoder::operator=(streaming_encoder&&) noexcept = default;
+inline StreamingEncoder::~StreamingEncoder() = default;
+inline StreamingEncoder::StreamingEncoder(StreamingEncoder&&) noexcept = default;
+inline StreamingEncoder& StreamingEncoder::operator=(StreamingEncoder&&) noexcept = default;
 
-inline void streaming_encoder::write(std::span<const float> samples) {
+inline void StreamingEncoder::write(std::span<const float> samples) {
   if (samples.empty()) return;
   const std::size_t frames = samples.size() / channels_;
   frames_written_ += frames;
-  if (format_ == audio_format::wav || format_ == audio_format::pcm) {
+  if (format_ == AudioFormat::wav || format_ == AudioFormat::pcm) {
     const std::size_t base = out_.size();
     out_.resize(base + samples.size() * 2);
     std::byte* p = out_.data() + base;
@@ -196,7 +196,7 @@ inline void streaming_encoder::write(std::span<const float> samples) {
     return;
   }
   sf_count_t wrote = 0;
-  if (format_ == audio_format::flac) {
+  if (format_ == AudioFormat::flac) {
     // Quantise here, as for wav and pcm, so all three lossless outputs carry
     // the same 16-bit codes (libsndfile would scale by 32768, not 32767).
     scratch_s16_.resize(samples.size());
@@ -211,11 +211,11 @@ inline void streaming_encoder::write(std::span<const float> samples) {
     wrote = sf_writef_float(sndfile_->file, scratch_.data(), static_cast<sf_count_t>(frames));
   }
   if (wrote != static_cast<sf_count_t>(frames))
-    throw encode_error(std::string(to_string(format_)) + " encoder failed: libsndfile: " +
+    throw EncodeError(std::string(to_string(format_)) + " encoder failed: libsndfile: " +
                        sf_strerror(sndfile_->file));
 }
 
-inline std::vector<std::byte> streaming_encoder::take_ready(bool at_end) {
+inline std::vector<std::byte> StreamingEncoder::take_ready(bool at_end) {
   if (whole_file_ && !at_end) return {};
   if (!sndfile_) {
     std::vector<std::byte> out;
@@ -223,7 +223,7 @@ inline std::vector<std::byte> streaming_encoder::take_ready(bool at_end) {
     return out;
   }
   std::vector<std::byte>& pending = sndfile_->sink.pending();
-  if (format_ == audio_format::mp3 && !mp3_first_frame_checked_ && !whole_file_) {
+  if (format_ == AudioFormat::mp3 && !mp3_first_frame_checked_ && !whole_file_) {
     // LAME's first frame is a placeholder for the Xing/Info tag that it fills
     // in at close, by seeking back; a stream has sent it by then. Hold bytes
     // until that frame is complete, then leave it out if it is still empty.
@@ -240,7 +240,7 @@ inline std::vector<std::byte> streaming_encoder::take_ready(bool at_end) {
     }
     return out;
   }
-  if (format_ == audio_format::opus && !ogg_audio_started_ && !whole_file_ && !at_end) {
+  if (format_ == AudioFormat::opus && !ogg_audio_started_ && !whole_file_ && !at_end) {
     // The first two pages are headers (OpusHead, OpusTags); a client holding
     // only those holds no decodable audio, so they leave with the first audio page.
     if (detail::count_ogg_pages(pending) < 3) return {};
@@ -249,7 +249,7 @@ inline std::vector<std::byte> streaming_encoder::take_ready(bool at_end) {
   return sndfile_->sink.take();
 }
 
-inline std::vector<std::byte> streaming_encoder::push(std::span<const float> samples) {
+inline std::vector<std::byte> StreamingEncoder::push(std::span<const float> samples) {
   if (finished_)
     throw izwi::invalid_argument("samples", "push() after finish() on a streaming encoder");
   detail::check_whole_frames(samples.size(), channels_);
@@ -262,14 +262,14 @@ inline std::vector<std::byte> streaming_encoder::push(std::span<const float> sam
   return take_ready(false);
 }
 
-inline std::vector<std::byte> streaming_encoder::finish() {
+inline std::vector<std::byte> StreamingEncoder::finish() {
   if (finished_) return {};
   finished_ = true;
   if (resampler_) write(resampler_->flush());
-  if (format_ == audio_format::wav && whole_file_) {
+  if (format_ == AudioFormat::wav && whole_file_) {
     const std::uint64_t data_bytes = frames_written_ * channels_ * 2;
     if (data_bytes > 0xFFFFFFFFull - 36)
-      throw encode_error("audio is too long for a WAV file (" + std::to_string(data_bytes) +
+      throw EncodeError("audio is too long for a WAV file (" + std::to_string(data_bytes) +
                          " bytes of samples; WAV holds 4 GiB)");
     std::vector<std::byte> header;
     detail::append_wav_header(header, output_rate_, channels_, static_cast<std::uint32_t>(data_bytes));
@@ -280,22 +280,22 @@ inline std::vector<std::byte> streaming_encoder::finish() {
     const int err = sf_close(sndfile_->file);
     sndfile_->file = nullptr;
     if (err)
-      throw encode_error(std::string(to_string(format_)) + " encoder failed at close: libsndfile: " +
+      throw EncodeError(std::string(to_string(format_)) + " encoder failed at close: libsndfile: " +
                          sf_error_number(err));
   }
   return take_ready(true);
 }
 
 inline std::vector<std::byte> encode(std::span<const float> samples, std::uint32_t sample_rate,
-                                     std::uint32_t channels, audio_format format) {
+                                     std::uint32_t channels, AudioFormat format) {
   detail::check_sample_rate(sample_rate);
   detail::check_whole_frames(samples.size(), channels);
-  streaming_encoder encoder(format, sample_rate, channels, true);
+  StreamingEncoder encoder(format, sample_rate, channels, true);
   encoder.push(samples);
   return encoder.finish();
 }
 
-inline std::vector<std::byte> encode(const audio_buffer& audio, audio_format format) {
+inline std::vector<std::byte> encode(const AudioBuffer& audio, AudioFormat format) {
   return encode(audio.samples, audio.sample_rate, audio.channels, format);
 }
 

@@ -14,7 +14,7 @@
 namespace izwi::audio {
 
 template <class Real>
-basic_real_fft<Real>::basic_real_fft(std::size_t size) : size_(size), plans_(nullptr) {
+BasicRealFft<Real>::BasicRealFft(std::size_t size) : size_(size), plans_(nullptr) {
   if (size == 0 || size > max_size) {
     throw izwi::invalid_argument("n_fft", "FFT size must be between 1 and " + std::to_string(max_size) +
                                               ", got " + std::to_string(size));
@@ -23,7 +23,7 @@ basic_real_fft<Real>::basic_real_fft(std::size_t size) : size_(size), plans_(nul
 }
 
 template <class Real>
-void basic_real_fft<Real>::forward(std::span<const Real> in, std::span<std::complex<Real>> out) const {
+void BasicRealFft<Real>::forward(std::span<const Real> in, std::span<std::complex<Real>> out) const {
   using api = detail::fftw_api<Real>;
   if (in.size() != size_ || out.size() != bins()) {
     throw izwi::invalid_argument("n_fft", "real FFT forward of size " + std::to_string(size_) + " needs " +
@@ -41,7 +41,7 @@ void basic_real_fft<Real>::forward(std::span<const Real> in, std::span<std::comp
 }
 
 template <class Real>
-void basic_real_fft<Real>::inverse(std::span<const std::complex<Real>> in, std::span<Real> out) const {
+void BasicRealFft<Real>::inverse(std::span<const std::complex<Real>> in, std::span<Real> out) const {
   using api = detail::fftw_api<Real>;
   if (in.size() != bins() || out.size() != size_) {
     throw izwi::invalid_argument("n_fft", "real FFT inverse of size " + std::to_string(size_) + " needs " +
@@ -60,18 +60,18 @@ void basic_real_fft<Real>::inverse(std::span<const std::complex<Real>> in, std::
 }
 
 template <class T>
-fft_buffer<T>::fft_buffer(std::size_t count) : size_(count) {
+FftBuffer<T>::FftBuffer(std::size_t count) : size_(count) {
   if (count == 0) return;
   data_ = static_cast<T*>(::operator new(count * sizeof(T), std::align_val_t{fft_buffer_alignment}));
   std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
 }
 
 template <class T>
-fft_buffer<T>::fft_buffer(fft_buffer&& other) noexcept
+FftBuffer<T>::FftBuffer(FftBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 template <class T>
-fft_buffer<T>& fft_buffer<T>::operator=(fft_buffer&& other) noexcept {
+FftBuffer<T>& FftBuffer<T>::operator=(FftBuffer&& other) noexcept {
   if (this != &other) {
     release();
     data_ = std::exchange(other.data_, nullptr);
@@ -81,12 +81,12 @@ fft_buffer<T>& fft_buffer<T>::operator=(fft_buffer&& other) noexcept {
 }
 
 template <class T>
-fft_buffer<T>::~fft_buffer() {
+FftBuffer<T>::~FftBuffer() {
   release();
 }
 
 template <class T>
-void fft_buffer<T>::release() noexcept {
+void FftBuffer<T>::release() noexcept {
   if (data_ != nullptr) ::operator delete(static_cast<void*>(data_), std::align_val_t{fft_buffer_alignment});
   data_ = nullptr;
 }

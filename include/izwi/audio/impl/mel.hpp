@@ -23,23 +23,23 @@ inline constexpr double slaney_log_start_mel = slaney_log_start_hz / slaney_hz_p
 inline double slaney_log_step() noexcept { return std::log(6.4) / 27.0; }
 }  // namespace detail
 
-inline double hz_to_mel(double hz, mel_scale scale) noexcept {
-  if (scale == mel_scale::htk) return 2595.0 * std::log10(1.0 + hz / 700.0);
+inline double hz_to_mel(double hz, MelScale scale) noexcept {
+  if (scale == MelScale::htk) return 2595.0 * std::log10(1.0 + hz / 700.0);
   if (hz < detail::slaney_log_start_hz) return hz / detail::slaney_hz_per_mel;
   return detail::slaney_log_start_mel + std::log(hz / detail::slaney_log_start_hz) / detail::slaney_log_step();
 }
 
-inline double mel_to_hz(double mel, mel_scale scale) noexcept {
-  if (scale == mel_scale::htk) return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
+inline double mel_to_hz(double mel, MelScale scale) noexcept {
+  if (scale == MelScale::htk) return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
   if (mel < detail::slaney_log_start_mel) return mel * detail::slaney_hz_per_mel;
   return detail::slaney_log_start_hz * std::exp(detail::slaney_log_step() * (mel - detail::slaney_log_start_mel));
 }
 
-inline mel_filterbank::mel_filterbank(const mel_filterbank_options& options) : options_(options) {
+inline MelFilterbank::MelFilterbank(const MelFilterbankOptions& options) : options_(options) {
   if (options.n_mels == 0) throw izwi::invalid_argument("n_mels", "mel filterbank needs at least one filter");
-  if (options.n_fft == 0 || options.n_fft > real_fft::max_size) {
+  if (options.n_fft == 0 || options.n_fft > RealFft::max_size) {
     throw izwi::invalid_argument("n_fft", "mel filterbank n_fft must be between 1 and " +
-                                              std::to_string(real_fft::max_size) + ", got " +
+                                              std::to_string(RealFft::max_size) + ", got " +
                                               std::to_string(options.n_fft));
   }
   if (!(options.sample_rate > 0.0)) {
@@ -68,7 +68,7 @@ inline mel_filterbank::mel_filterbank(const mel_filterbank_options& options) : o
   bands_.resize(options.n_mels);
   for (std::size_t m = 0; m < options.n_mels; ++m) {
     const double left = edge_hz[m], centre = edge_hz[m + 1], right = edge_hz[m + 2];
-    const double height = options.normalization == mel_normalization::slaney ? 2.0 / (right - left) : 1.0;
+    const double height = options.normalization == MelNormalization::slaney ? 2.0 / (right - left) : 1.0;
     std::size_t first = bins, last = 0;
     for (std::size_t k = 0; k < bins; ++k) {
       const double f = static_cast<double>(k) * hz_per_bin;
@@ -92,7 +92,7 @@ inline mel_filterbank::mel_filterbank(const mel_filterbank_options& options) : o
   }
 }
 
-inline std::vector<float> mel_filterbank::dense() const {
+inline std::vector<float> MelFilterbank::dense() const {
   std::vector<float> matrix(n_mels() * n_bins(), 0.0f);
   for (std::size_t m = 0; m < n_mels(); ++m) {
     const auto weights = band(m);
@@ -103,7 +103,7 @@ inline std::vector<float> mel_filterbank::dense() const {
 }
 
 template <class Real>
-void mel_filterbank::apply(std::span<const Real> power, std::span<Real> mel_energies) const {
+void MelFilterbank::apply(std::span<const Real> power, std::span<Real> mel_energies) const {
   if (power.size() != n_bins() || mel_energies.size() != n_mels()) {
     throw izwi::invalid_argument("n_mels", "mel_filterbank::apply needs " + std::to_string(n_bins()) +
                                                " power bins and room for " + std::to_string(n_mels()) +
@@ -125,25 +125,25 @@ inline std::vector<float> pad_or_trim(std::span<const float> samples, std::size_
   return out;
 }
 
-inline whisper_log_mel::whisper_log_mel(std::size_t n_mels)
-    : filterbank_(mel_filterbank_options{.n_mels = n_mels,
+inline WhisperLogMel::WhisperLogMel(std::size_t n_mels)
+    : filterbank_(MelFilterbankOptions{.n_mels = n_mels,
                                          .n_fft = whisper_n_fft,
                                          .sample_rate = static_cast<double>(whisper_sample_rate),
                                          .f_min = 0.0,
                                          .f_max = 8000.0,
-                                         .scale = mel_scale::slaney,
-                                         .normalization = mel_normalization::slaney}),
+                                         .scale = MelScale::slaney,
+                                         .normalization = MelNormalization::slaney}),
       fft_(whisper_n_fft),
-      window_(hann_window<double>(whisper_n_fft, window_symmetry::periodic)) {}
+      window_(hann_window<double>(whisper_n_fft, WindowSymmetry::periodic)) {}
 
-inline std::size_t whisper_log_mel::frame_count(std::size_t n_samples, whisper_padding padding) noexcept {
+inline std::size_t WhisperLogMel::frame_count(std::size_t n_samples, WhisperPadding padding) noexcept {
   // A centred STFT of n samples has 1 + n / hop frames; Whisper drops the last.
-  return padding == whisper_padding::pad_or_trim_30s ? whisper_chunk_frames : n_samples / whisper_hop_length;
+  return padding == WhisperPadding::pad_or_trim_30s ? whisper_chunk_frames : n_samples / whisper_hop_length;
 }
 
-inline log_mel_spectrogram whisper_log_mel::operator()(std::span<const float> samples_16k,
-                                                       whisper_padding padding) const {
-  log_mel_spectrogram result;
+inline LogMelSpectrogram WhisperLogMel::operator()(std::span<const float> samples_16k,
+                                                       WhisperPadding padding) const {
+  LogMelSpectrogram result;
   result.n_mels = n_mels();
   result.n_frames = frame_count(samples_16k.size(), padding);
   result.values.resize(result.n_mels * result.n_frames);
@@ -151,7 +151,7 @@ inline log_mel_spectrogram whisper_log_mel::operator()(std::span<const float> sa
   return result;
 }
 
-inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, whisper_padding padding,
+inline void WhisperLogMel::compute_into(std::span<const float> samples_16k, WhisperPadding padding,
                                           std::span<float> out) const {
   const std::size_t n_frames = frame_count(samples_16k.size(), padding);
   const std::size_t mels = n_mels();
@@ -166,13 +166,13 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
   // the frame cutter the signal continues with zeros up to 30 s.
   std::span<const float> signal = samples_16k;
   std::size_t logical_length = samples_16k.size();
-  if (padding == whisper_padding::pad_or_trim_30s) {
+  if (padding == WhisperPadding::pad_or_trim_30s) {
     signal = samples_16k.first(std::min(samples_16k.size(), whisper_chunk_samples));
     logical_length = whisper_chunk_samples;
   }
 
-  fft_buffer<double> frame(whisper_n_fft);
-  fft_buffer<std::complex<double>> bins(fft_.bins());
+  FftBuffer<double> frame(whisper_n_fft);
+  FftBuffer<std::complex<double>> bins(fft_.bins());
   std::vector<float> power(fft_.bins());
   // Mel energies of a tile of consecutive frames, [n_mels][tile_frames], so
   // each output row receives a contiguous run per tile instead of one
@@ -218,9 +218,9 @@ inline void whisper_log_mel::compute_into(std::span<const float> samples_16k, wh
   detail::clamp_shift_scale(out.data(), out.size(), max_log - 8.0f, 4.0f, 0.25f);
 }
 
-inline log_mel_spectrogram whisper_log_mel_spectrogram(std::span<const float> samples_16k, std::size_t n_mels,
-                                                       whisper_padding padding) {
-  return whisper_log_mel(n_mels)(samples_16k, padding);
+inline LogMelSpectrogram whisper_log_mel_spectrogram(std::span<const float> samples_16k, std::size_t n_mels,
+                                                       WhisperPadding padding) {
+  return WhisperLogMel(n_mels)(samples_16k, padding);
 }
 
 }  // namespace izwi::audio

@@ -56,18 +56,18 @@ inline std::vector<float> resample(std::span<const float> samples, std::uint32_t
   std::size_t done = 0;
   soxr_error_t err = soxr_oneshot(from_rate, to_rate, channels, samples.data(), in_frames, nullptr,
                                   out.data(), want + 1, &done, &io, &quality, nullptr);
-  if (err) throw audio_error(std::string("soxr could not resample: ") + err);
+  if (err) throw AudioError(std::string("soxr could not resample: ") + err);
   out.resize(std::min(done, want) * channels);
   out.resize(want * channels, 0.0f);  // soxr rounds the same way; this only guards
   return out;
 }
 
-inline audio_buffer resample(const audio_buffer& audio, std::uint32_t to_rate) {
-  return audio_buffer{resample(audio.samples, audio.sample_rate, to_rate, audio.channels), to_rate,
+inline AudioBuffer resample(const AudioBuffer& audio, std::uint32_t to_rate) {
+  return AudioBuffer{resample(audio.samples, audio.sample_rate, to_rate, audio.channels), to_rate,
                       audio.channels};
 }
 
-inline streaming_resampler::streaming_resampler(std::uint32_t from_rate, std::uint32_t to_rate,
+inline StreamingResampler::StreamingResampler(std::uint32_t from_rate, std::uint32_t to_rate,
                                                 std::uint32_t channels)
     : from_rate_(from_rate), to_rate_(to_rate), channels_(channels) {
   detail::check_sample_rate(from_rate);
@@ -81,15 +81,15 @@ inline streaming_resampler::streaming_resampler(std::uint32_t from_rate, std::ui
   if (err || !soxr_) {
     if (soxr_) soxr_delete(static_cast<soxr_t>(soxr_));
     soxr_ = nullptr;
-    throw audio_error(std::string("soxr could not set up a resampler: ") + (err ? err : "?"));
+    throw AudioError(std::string("soxr could not set up a resampler: ") + (err ? err : "?"));
   }
 }
 
-inline streaming_resampler::~streaming_resampler() {
+inline StreamingResampler::~StreamingResampler() {
   if (soxr_) soxr_delete(static_cast<soxr_t>(soxr_));
 }
 
-inline streaming_resampler::streaming_resampler(streaming_resampler&& other) noexcept
+inline StreamingResampler::StreamingResampler(StreamingResampler&& other) noexcept
     : soxr_(std::exchange(other.soxr_, nullptr)),
       from_rate_(other.from_rate_),
       to_rate_(other.to_rate_),
@@ -98,7 +98,7 @@ inline streaming_resampler::streaming_resampler(streaming_resampler&& other) noe
       frames_out_(other.frames_out_),
       flushed_(other.flushed_) {}
 
-inline streaming_resampler& streaming_resampler::operator=(streaming_resampler&& other) noexcept {
+inline StreamingResampler& StreamingResampler::operator=(StreamingResampler&& other) noexcept {
   if (this != &other) {
     if (soxr_) soxr_delete(static_cast<soxr_t>(soxr_));
     soxr_ = std::exchange(other.soxr_, nullptr);
@@ -112,7 +112,7 @@ inline streaming_resampler& streaming_resampler::operator=(streaming_resampler&&
   return *this;
 }
 
-inline void streaming_resampler::process(const float* in, std::size_t in_frames,
+inline void StreamingResampler::process(const float* in, std::size_t in_frames,
                                          std::vector<float>& out) {
   auto* s = static_cast<soxr_t>(soxr_);
   const double ratio = static_cast<double>(to_rate_) / from_rate_;
@@ -128,7 +128,7 @@ inline void streaming_resampler::process(const float* in, std::size_t in_frames,
                                     out.data() + base, room, &made);
     out.resize(base + made * channels_);
     frames_out_ += made;
-    if (err) throw audio_error(std::string("soxr failed while resampling: ") + err);
+    if (err) throw AudioError(std::string("soxr failed while resampling: ") + err);
     if (!flushing) {
       in += used * channels_;
       in_frames -= used;
@@ -139,7 +139,7 @@ inline void streaming_resampler::process(const float* in, std::size_t in_frames,
   }
 }
 
-inline void streaming_resampler::push(std::span<const float> samples, std::vector<float>& out) {
+inline void StreamingResampler::push(std::span<const float> samples, std::vector<float>& out) {
   detail::check_whole_frames(samples.size(), channels_);
   if (flushed_)
     throw izwi::invalid_argument("samples", "push() after flush(): call reset() to start a new stream");
@@ -152,13 +152,13 @@ inline void streaming_resampler::push(std::span<const float> samples, std::vecto
   if (!samples.empty()) process(samples.data(), samples.size() / channels_, out);
 }
 
-inline std::vector<float> streaming_resampler::push(std::span<const float> samples) {
+inline std::vector<float> StreamingResampler::push(std::span<const float> samples) {
   std::vector<float> out;
   push(samples, out);
   return out;
 }
 
-inline std::vector<float> streaming_resampler::flush() {
+inline std::vector<float> StreamingResampler::flush() {
   std::vector<float> out;
   if (flushed_ || !soxr_) {
     flushed_ = true;
@@ -178,7 +178,7 @@ inline std::vector<float> streaming_resampler::flush() {
   return out;
 }
 
-inline void streaming_resampler::reset() {
+inline void StreamingResampler::reset() {
   if (soxr_) soxr_clear(static_cast<soxr_t>(soxr_));
   frames_in_ = frames_out_ = 0;
   flushed_ = false;

@@ -11,7 +11,7 @@
 
 namespace izwi::audio {
 
-inline stft::stft(stft_options options, std::span<const float> window)
+inline Stft::Stft(StftOptions options, std::span<const float> window)
     : options_(options), fft_(options.n_fft), window_(options.n_fft, 0.0f) {
   if (options_.hop_length == 0) throw izwi::invalid_argument("hop_length", "STFT hop_length must be at least 1");
   if (window.empty() || window.size() > options_.n_fft) {
@@ -23,21 +23,21 @@ inline stft::stft(stft_options options, std::span<const float> window)
   std::copy(window.begin(), window.end(), window_.begin() + static_cast<std::ptrdiff_t>(offset));
 }
 
-inline std::size_t stft::frame_count(std::size_t n_samples) const noexcept {
+inline std::size_t Stft::frame_count(std::size_t n_samples) const noexcept {
   if (n_samples == 0) return 0;
-  if (options_.padding != stft_padding::none) return 1 + n_samples / options_.hop_length;
+  if (options_.padding != StftPadding::none) return 1 + n_samples / options_.hop_length;
   if (n_samples < options_.n_fft) return 0;
   return 1 + (n_samples - options_.n_fft) / options_.hop_length;
 }
 
 template <class Consumer>
-void stft::for_each_frame(std::span<const float> signal, std::size_t n_frames, Consumer&& consume) const {
+void Stft::for_each_frame(std::span<const float> signal, std::size_t n_frames, Consumer&& consume) const {
   n_frames = std::min(n_frames, frame_count(signal.size()));
   if (n_frames == 0) return;
-  fft_buffer<float> frame(options_.n_fft);
-  fft_buffer<std::complex<float>> bins(n_bins());
-  const bool centred = options_.padding != stft_padding::none;
-  const bool reflect = options_.padding == stft_padding::reflect;
+  FftBuffer<float> frame(options_.n_fft);
+  FftBuffer<std::complex<float>> bins(n_bins());
+  const bool centred = options_.padding != StftPadding::none;
+  const bool reflect = options_.padding == StftPadding::reflect;
   const std::ptrdiff_t first_start = centred ? -static_cast<std::ptrdiff_t>(options_.n_fft / 2) : 0;
   for (std::size_t t = 0; t < n_frames; ++t) {
     const std::ptrdiff_t start = first_start + static_cast<std::ptrdiff_t>(t * options_.hop_length);
@@ -50,8 +50,8 @@ void stft::for_each_frame(std::span<const float> signal, std::size_t n_frames, C
   }
 }
 
-inline complex_spectrogram stft::forward(std::span<const float> signal) const {
-  complex_spectrogram result;
+inline ComplexSpectrogram Stft::forward(std::span<const float> signal) const {
+  ComplexSpectrogram result;
   result.n_frames = frame_count(signal.size());
   result.n_bins = n_bins();
   result.values.resize(result.n_frames * result.n_bins);
@@ -61,8 +61,8 @@ inline complex_spectrogram stft::forward(std::span<const float> signal) const {
   return result;
 }
 
-inline power_spectrogram stft::power(std::span<const float> signal) const {
-  power_spectrogram result;
+inline PowerSpectrogram Stft::power(std::span<const float> signal) const {
+  PowerSpectrogram result;
   result.n_frames = frame_count(signal.size());
   result.n_bins = n_bins();
   result.values.resize(result.n_frames * result.n_bins);
@@ -73,15 +73,15 @@ inline power_spectrogram stft::power(std::span<const float> signal) const {
   return result;
 }
 
-inline std::vector<float> stft::inverse(const complex_spectrogram& spectrum) const {
+inline std::vector<float> Stft::inverse(const ComplexSpectrogram& spectrum) const {
   return inverse_impl(spectrum, false, 0);
 }
 
-inline std::vector<float> stft::inverse(const complex_spectrogram& spectrum, std::size_t length) const {
+inline std::vector<float> Stft::inverse(const ComplexSpectrogram& spectrum, std::size_t length) const {
   return inverse_impl(spectrum, true, length);
 }
 
-inline std::vector<float> stft::inverse_impl(const complex_spectrogram& spectrum, bool has_length,
+inline std::vector<float> Stft::inverse_impl(const ComplexSpectrogram& spectrum, bool has_length,
                                              std::size_t length) const {
   if (spectrum.n_bins != n_bins() || spectrum.values.size() != spectrum.n_frames * spectrum.n_bins) {
     throw izwi::invalid_argument("n_fft", "inverse STFT of n_fft " + std::to_string(options_.n_fft) + " needs " +
@@ -92,7 +92,7 @@ inline std::vector<float> stft::inverse_impl(const complex_spectrogram& spectrum
   }
   const std::size_t n_fft = options_.n_fft;
   const std::size_t hop = options_.hop_length;
-  const bool centred = options_.padding != stft_padding::none;
+  const bool centred = options_.padding != StftPadding::none;
   const std::size_t trim = centred ? n_fft / 2 : 0;
   const std::size_t frames = spectrum.n_frames;
   const std::size_t reach = frames == 0 ? 0 : n_fft + hop * (frames - 1);  // samples the frames cover
@@ -104,8 +104,8 @@ inline std::vector<float> stft::inverse_impl(const complex_spectrogram& spectrum
   const std::size_t end = std::min(trim + length, reach);
   std::vector<float> sum(end, 0.0f);
   std::vector<float> envelope(end, 0.0f);
-  fft_buffer<std::complex<float>> bins(n_bins());
-  fft_buffer<float> frame(n_fft);
+  FftBuffer<std::complex<float>> bins(n_bins());
+  FftBuffer<float> frame(n_fft);
   for (std::size_t t = 0; t < frames && t * hop < end; ++t) {
     const auto source = spectrum.frame(t);
     std::copy(source.begin(), source.end(), bins.data());
