@@ -90,7 +90,7 @@ class CpuExecutor {
   detail::CpuOps ops_;
   Sampler sampler_;
   std::vector<TokenId> tokens_;
-  std::vector<std::int32_t> positions_;
+  std::vector<std::int64_t> positions_;
   std::vector<std::uint32_t> logit_rows_;
   std::vector<detail::CpuOps::attention_sequence> sequences_;
   std::vector<float> logits_;

@@ -12,7 +12,7 @@ namespace izwi {
 struct ForwardBatch {
   std::span<const TokenId> tokens;
   /// Position of each token in its own sequence.
-  std::span<const std::int32_t> positions;
+  std::span<const std::int64_t> positions;
   /// KV-cache slot of each token (StepPlan::slot_mapping).
   std::span<const std::int64_t> slots;
   /// Token rows whose hidden state becomes logits (one per sampling sequence).

@@ -20,7 +20,7 @@ void CpuExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result
     sequences_.push_back(detail::CpuOps::make_sequence(seq, tokens_.size()));
     for (std::size_t i = 0; i < seq.num_tokens; ++i) {
       tokens_.push_back(seq.tokens[seq.num_computed_tokens + i]);
-      positions_.push_back(static_cast<std::int32_t>(seq.num_computed_tokens + i));
+      positions_.push_back(static_cast<std::int64_t>(seq.num_computed_tokens + i));
     }
     if (seq.samples) logit_rows_.push_back(static_cast<std::uint32_t>(tokens_.size() - 1));
   }

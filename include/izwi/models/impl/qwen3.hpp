@@ -194,9 +194,9 @@ inline Qwen3 Qwen3::from_gguf(const std::filesystem::path& path, const Qwen3Load
 ///   ops.embed(table, tokens, out)                   rows of `table` for `tokens`, widened to f32
 ///   ops.matmul(x, m, weight, y)                     y[m][rows] = x[m][cols] · weightᵀ
 ///   ops.rms_norm(x, rows, dim, weight, eps, out)    out may equal x
-///   ops.rms_norm_heads(x, rows * heads, head_dim, weight, eps)   in place, per head
+///   ops.rms_norm_heads(x, rows, heads, head_dim, weight, eps)    in place, per head
 ///   ops.rope(x, rows, heads, head_dim, positions, theta)          NeoX rotary, in place
-///   ops.store_kv(view, dtype, k, v, slots, row_elements)           K/V rows into their slots
+///   ops.store_kv(view, dtype, k, v, slots, kv_heads, head_dim)     K/V rows into their slots
 ///   ops.attention(q, sequences, view, dtype, block_size, heads, kv_heads, head_dim, out)
 ///   ops.silu_mul(gate, up, n)                       gate = silu(gate) * up
 ///   ops.add(x, y, n)                                x += y
@@ -227,14 +227,14 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
     ops.matmul(h, t, w.q_proj, q);
     ops.matmul(h, t, w.k_proj, k);
     ops.matmul(h, t, w.v_proj, v);
-    ops.rms_norm_heads(q, t * c.num_heads, c.head_dim, w.q_norm.data(), eps);
-    ops.rms_norm_heads(k, t * c.num_kv_heads, c.head_dim, w.k_norm.data(), eps);
+    ops.rms_norm_heads(q, t, c.num_heads, c.head_dim, w.q_norm.data(), eps);
+    ops.rms_norm_heads(k, t, c.num_kv_heads, c.head_dim, w.k_norm.data(), eps);
     ops.rope(q, t, c.num_heads, c.head_dim, batch.positions, c.rope_theta);
     ops.rope(k, t, c.num_kv_heads, c.head_dim, batch.positions, c.rope_theta);
     // Every token's K/V is in the cache before any attention reads it: a
     // sequence may hit prefix blocks that another computes in this same step.
     const KVLayerView view = kv.layer(l);
-    ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, kv_dim);
+    ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, c.num_kv_heads, c.head_dim);
     ops.attention(q, sequences, view, kv_cache_dtype_, kv.block_size(), c.num_heads, c.num_kv_heads, c.head_dim, attn);
     ops.matmul(attn, t, w.o_proj, h);
     ops.add(x, h, t * hidden);
