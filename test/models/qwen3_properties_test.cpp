@@ -13,8 +13,10 @@
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
 #include "izwi/kv_cache/paged.hpp"
+#include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/priority.hpp"
 #include "models/random_qwen3.hpp"
 
 using namespace izwi;
@@ -22,6 +24,12 @@ using namespace izwi;
 namespace {
 
 using Qwen3Engine = Engine<FcfsScheduler, PagedKVCache<>, CpuExecutor<Qwen3>>;
+
+// The contracts, checked where the real types meet.
+static_assert(ModelFamily<Qwen3>);
+static_assert(ExecutorFor<CpuExecutor<Qwen3>, PagedKVCache<>>);
+static_assert(ExecutorFor<CpuExecutor<Qwen3>, UnifiedKVCache<>>);
+static_assert(HasDetokenizer<CpuExecutor<Qwen3>> && HasEosTokens<CpuExecutor<Qwen3>> && HasMaxModelLen<CpuExecutor<Qwen3>>);
 
 /// The model is loaded once: it maps ~160 MB and every engine below shares nothing else.
 Qwen3 load_model() { return Qwen3::load(testing::random_qwen3()); }
@@ -192,4 +200,19 @@ TEST_CASE("the GGUF and the safetensors of one checkpoint give the same logits",
   const RequestOutput b = from_gguf.generate(r);
   CHECK(b.token_ids == a.token_ids);
   CHECK(relative_difference(from_gguf.executor().last_logits(), logits_a) == 0.0);  // the same f32 bytes
+}
+
+TEST_CASE("the unified-memory cache serves Qwen3 like the paged one", "[qwen3][unified]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const Request r = greedy(prompt_of(30, 9), 10);
+  auto paged = make_engine();
+  const RequestOutput expected = paged.generate(r);
+
+  CpuExecutor<Qwen3> executor(load_model(), {.num_threads = 2});
+  UnifiedKVCacheConfig kv_config;
+  kv_config.num_blocks = 64;
+  UnifiedKVCache<> kv(executor.kv_cache_shape(), kv_config);
+  Engine unified(PriorityScheduler(), std::move(kv), std::move(executor));
+  CHECK(unified.generate(r).token_ids == expected.token_ids);
+  CHECK(unified.kv_cache().stats().num_used_blocks == 0);
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/concepts/model_family.hpp"
 #include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/ids.hpp"
@@ -130,6 +131,8 @@ class Qwen3 {
   std::shared_ptr<const tokenizer::BpeTokenizer> tokenizer_;
   std::string description_;
 };
+
+static_assert(ModelFamily<Qwen3>, "Qwen3 must satisfy the ModelFamily concept");
 
 }  // namespace izwi
 
