@@ -11,7 +11,7 @@
 //   izwi-make-random-qwen3 --out DIR --tokenizer tokenizer.json
 //       [--hidden 256] [--layers 4] [--heads 4] [--kv-heads 2] [--head-dim 64]
 //       [--intermediate 512] [--vocab N] [--seed 1] [--dtype f32|bf16]
-//       [--gguf-type f32|f16|bf16|q8_0] [--logit-scale 1.0] [--untied]
+//       [--gguf-type f32|f16|bf16|q8_0] [--logit-scale 1.0] [--untied] [--gguf-only]
 //
 // --logit-scale sets the standard deviation of the embedding (and lm_head)
 // rows. Random weights give nearly uniform logits, where tiny floating-point
@@ -51,13 +51,14 @@ struct Options {
   std::string gguf_type = "f32";
   double logit_scale = 1.0;
   bool tied = true;
+  bool write_safetensors = true;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::cerr << "izwi-make-random-qwen3: " << problem
             << "\nusage: izwi-make-random-qwen3 --out DIR --tokenizer tokenizer.json [--hidden N] [--layers N]"
                " [--heads N] [--kv-heads N] [--head-dim N] [--intermediate N] [--vocab N] [--seed N]"
-               " [--dtype f32|bf16] [--gguf-type f32|f16|bf16|q8_0] [--logit-scale X] [--untied]\n";
+               " [--dtype f32|bf16] [--gguf-type f32|f16|bf16|q8_0] [--logit-scale X] [--untied] [--gguf-only]\n";
   std::exit(2);
 }
 
@@ -84,6 +85,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--gguf-type") o.gguf_type = value();
     else if (arg == "--logit-scale") o.logit_scale = std::stod(value());
     else if (arg == "--untied") o.tied = false;
+    else if (arg == "--gguf-only") o.write_safetensors = false;
     else if (arg == "--help" || arg == "-h") usage("writes a random-weight Qwen3 checkpoint");
     else usage(("unknown option " + arg).c_str());
   }
@@ -254,7 +256,7 @@ int main(int argc, char** argv) try {
     }
     to_write.push_back(std::move(t));
   }
-  io::write_safetensors(o.out / "model.safetensors", to_write, {{"format", "pt"}});
+  if (o.write_safetensors) io::write_safetensors(o.out / "model.safetensors", to_write, {{"format", "pt"}});
 
   // GGUF with the same weights (norms stay f32, as llama.cpp's converter keeps 1-D tensors).
   const io::GgmlType type = gguf_type_of(o.gguf_type);

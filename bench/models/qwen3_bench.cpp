@@ -1,0 +1,113 @@
+// izwi-bench-qwen3: Qwen3 throughput through the whole engine, in the units
+// llama.cpp's llama-bench and llama-batched-bench report, so the two can be
+// run side by side on one GGUF file (bench/models/compare_llama_cpp.sh).
+//
+//   izwi-bench-qwen3 MODEL [--threads N] [--pp 512] [--tg 128] [--batch 1,4,16] [--reps 3]
+//
+//   pp<N>   prompt processing: one request with an N-token prompt, tokens/s
+//   tg<N>   generation: N tokens decoded one step at a time, tokens/s
+//   B=<b>   batched decode: b requests generating tg tokens together, total tokens/s
+//
+// The KV cache is f16, as llama.cpp's default. Each figure is the best of
+// --reps runs after one warm-up, as llama-bench reports averages of warm runs.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "izwi/engine/engine.hpp"
+#include "izwi/executor/cpu.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/models/qwen3.hpp"
+#include "izwi/scheduler/fcfs.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Qwen3Engine = izwi::Engine<izwi::FcfsScheduler, izwi::PagedKVCache<>, izwi::CpuExecutor<izwi::Qwen3>>;
+
+std::vector<izwi::TokenId> tokens(std::size_t n, std::uint32_t salt) {
+  std::vector<izwi::TokenId> t(n);
+  for (std::size_t i = 0; i < n; ++i) t[i] = static_cast<izwi::TokenId>((salt * 7919u + i * 104729u) % 150000u);
+  return t;
+}
+
+izwi::Request request(std::size_t prompt, std::uint32_t max_tokens, std::uint32_t salt) {
+  izwi::Request r;
+  r.prompt_tokens = tokens(prompt, salt);
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = true;
+  r.cache_salt = std::to_string(salt);  // no prefix reuse between runs
+  return r;
+}
+
+/// Seconds to run `batch` requests of `prompt` tokens generating `max_tokens` each.
+double run(Qwen3Engine& engine, std::size_t batch, std::size_t prompt, std::uint32_t max_tokens, std::uint32_t& salt) {
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < batch; ++i) engine.add_request(request(prompt, max_tokens, ++salt));
+  while (engine.has_unfinished_requests()) engine.step();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: izwi-bench-qwen3 MODEL [--threads N] [--pp N] [--tg N] [--batch 1,4,16] [--reps N]\n");
+    return 2;
+  }
+  std::string model_path = argv[1];
+  std::size_t threads = 0, pp = 512, reps = 3;
+  std::uint32_t tg = 128;
+  std::vector<std::size_t> batches{1, 4, 16};
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string arg = argv[i], value = argv[i + 1];
+    if (arg == "--threads") threads = std::stoul(value);
+    else if (arg == "--pp") pp = std::stoul(value);
+    else if (arg == "--tg") tg = static_cast<std::uint32_t>(std::stoul(value));
+    else if (arg == "--reps") reps = std::stoul(value);
+    else if (arg == "--batch") {
+      batches.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoul(item));
+    }
+  }
+
+  izwi::Qwen3LoadOptions load;
+  load.kv_cache_dtype = izwi::DType::f16;
+  izwi::CpuExecutor<izwi::Qwen3> executor(izwi::Qwen3::load(model_path, load), {.num_threads = threads});
+  const std::string description = executor.model().description();
+  const std::size_t used_threads = executor.num_threads();
+  izwi::PagedKVCacheConfig kv_config;
+  kv_config.byte_budget = std::size_t{2} << 30;
+  izwi::PagedKVCache<> kv(executor.kv_cache_shape(), kv_config);
+  izwi::SchedulerConfig scheduling;
+  scheduling.max_num_batched_tokens = std::max<std::size_t>(pp, 512);  // a pp prompt is one step, as llama-bench's
+  Qwen3Engine engine(izwi::FcfsScheduler(scheduling), std::move(kv), std::move(executor));
+
+  std::uint32_t salt = 0;
+  auto best_of = [&](auto&& once) {
+    once();  // warm-up: first touches of weights and scratch
+    double best = 1e30;
+    for (std::size_t r = 0; r < reps; ++r) best = std::min(best, once());
+    return best;
+  };
+  std::printf("model: %s, threads: %zu\n", description.c_str(), used_threads);
+  const double pp_seconds = best_of([&] { return run(engine, 1, pp, 1, salt); });
+  std::printf("izwi  pp%zu  %8.2f tokens/s\n", pp, static_cast<double>(pp) / pp_seconds);
+  // tg: the one-token prompt's own step is part of the time, as llama-bench's tg
+  // counts every evaluated token; the difference is one step in tg+1.
+  const double tg_seconds = best_of([&] { return run(engine, 1, 1, tg, salt); });
+  std::printf("izwi  tg%u  %8.2f tokens/s\n", tg, static_cast<double>(tg) / tg_seconds);
+  for (std::size_t b : batches) {
+    const double seconds = best_of([&] { return run(engine, b, 16, tg, salt); });
+    std::printf("izwi  B=%-3zu %8.2f tokens/s (decode %u tokens each, prompts of 16)\n", b,
+                static_cast<double>(b * (16 + tg)) / seconds, tg);
+  }
+  return 0;
+}
