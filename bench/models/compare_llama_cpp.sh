@@ -49,7 +49,7 @@ for type in $types; do
   fi
   for n in $threads; do
     echo "== $type, $n thread(s)"
-    "$build/bench/models/izwi-bench-qwen3" "$model/model.gguf" --threads "$n" --pp 512 --tg 128 --batch 1,4,16 \
+    "$build/bench/models/izwi-bench-qwen3" "$model/model.gguf" --threads "$n" --pp 512 --tg 128 --batch 1,4,16 --reps 2 \
       | tee "$out/izwi-$type-$n.txt"
     "$llama/build/bin/llama-bench" -m "$model/model.gguf" -t "$n" -p 512 -n 128 -r 3 -o json 2>/dev/null \
       > "$out/llama-bench-$type-$n.json"

@@ -8,8 +8,8 @@
 //   tg<N>   generation: N tokens decoded one step at a time, tokens/s
 //   B=<b>   batched decode: b requests generating tg tokens together, total tokens/s
 //
-// The KV cache is f16, as llama.cpp's default. Each figure is the best of
-// --reps runs after one warm-up, as llama-bench reports averages of warm runs.
+// The KV cache is f16, as llama.cpp's default. Each figure is the mean rate
+// of --reps runs after one warm-up, as llama-bench averages its warm runs.
 
 #include <algorithm>
 #include <chrono>
@@ -91,21 +91,22 @@ int main(int argc, char** argv) {
   Qwen3Engine engine(izwi::FcfsScheduler(scheduling), std::move(kv), std::move(executor));
 
   std::uint32_t salt = 0;
-  auto best_of = [&](auto&& once) {
-    once();  // warm-up: first touches of weights and scratch
-    double best = 1e30;
-    for (std::size_t r = 0; r < reps; ++r) best = std::min(best, once());
-    return best;
+  // Mean seconds per run after a warm-up (first touches of weights and scratch).
+  auto mean_of = [&](auto&& once) {
+    once();
+    double total = 0;
+    for (std::size_t r = 0; r < reps; ++r) total += once();
+    return total / static_cast<double>(reps);
   };
   std::printf("model: %s, threads: %zu\n", description.c_str(), used_threads);
-  const double pp_seconds = best_of([&] { return run(engine, 1, pp, 1, salt); });
+  const double pp_seconds = mean_of([&] { return run(engine, 1, pp, 1, salt); });
   std::printf("izwi  pp%zu  %8.2f tokens/s\n", pp, static_cast<double>(pp) / pp_seconds);
   // tg: the one-token prompt's own step is part of the time, as llama-bench's tg
   // counts every evaluated token; the difference is one step in tg+1.
-  const double tg_seconds = best_of([&] { return run(engine, 1, 1, tg, salt); });
+  const double tg_seconds = mean_of([&] { return run(engine, 1, 1, tg, salt); });
   std::printf("izwi  tg%u  %8.2f tokens/s\n", tg, static_cast<double>(tg) / tg_seconds);
   for (std::size_t b : batches) {
-    const double seconds = best_of([&] { return run(engine, b, 16, tg, salt); });
+    const double seconds = mean_of([&] { return run(engine, b, 16, tg, salt); });
     std::printf("izwi  B=%-3zu %8.2f tokens/s (decode %u tokens each, prompts of 16)\n", b,
                 static_cast<double>(b * (16 + tg)) / seconds, tg);
   }
