@@ -10,6 +10,7 @@
 // bytes other than the spaces writers pad with -- is rejected. Nesting is
 // fixed by that shape, so malicious input cannot recurse deeply.
 
+#include <izwi/io/detail/utf8.hpp>
 #include <izwi/io/format_error.hpp>
 
 #include <cstddef>
@@ -194,24 +195,6 @@ class SafetensorsHeaderParser {
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E'))
       fail_tensor(tensor, std::string("'") + what + "' holds a non-integer number");
     return value;
-  }
-
-  static void append_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
   }
 
   std::uint32_t parse_hex4() {
