@@ -415,3 +415,22 @@ TEST_CASE("Histogram quantiles interpolate inside buckets like histogram_quantil
   CHECK(h.bucket_counts().size() == 4u);
   CHECK(h.bucket_counts()[3] == 1u);
 }
+
+TEST_CASE("abort_all ends every unfinished request and frees its blocks", "[engine][abort]") {
+  auto engine = make_toy_engine();
+  engine.run();
+  std::vector<ResponseStream> streams;
+  for (std::uint32_t i = 0; i < 5; ++i) streams.push_back(engine.generate_streaming(make_request(make_prompt(20, i), 1000)));
+  CHECK(engine.abort_all() == 5u);
+  for (auto& stream : streams) {
+    std::optional<FinishReason> reason;
+    while (auto chunk = stream.next())
+      if (chunk->finished()) reason = chunk->finish_reason;
+    CHECK(reason == FinishReason::abort);
+  }
+  engine.stop();
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.abort_all() == 0u);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  CHECK(engine.metrics().num_kv_blocks_used == 0);
+}

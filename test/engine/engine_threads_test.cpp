@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -71,4 +73,71 @@ TEST_CASE("clients on many threads while run() loops", "[engine][threads]") {
   CHECK(engine.kv_cache().stats().num_used_blocks == 0);
   CHECK(engine.kv_cache().check_invariants().empty());
   CHECK(engine.executor().corrupt_reads() == 0);
+}
+
+// An event-loop consumer never blocks in next(): the listener wakes it and it
+// drains with try_next(). Every chunk must still arrive, in order, and a
+// stream closed from the listener's side must free its blocks.
+TEST_CASE("on_ready listeners drive asynchronous consumers", "[engine][threads][stream]") {
+  EngineConfig engine_config;
+  engine_config.stream_capacity = 2;  // forces pauses and drained wake-ups
+  auto engine = make_toy_engine(64, {}, {}, engine_config);
+  engine.run();
+
+  constexpr int streams = 8;
+  std::mutex mutex;
+  std::condition_variable woken;
+  std::vector<int> wakeups(streams, 0);
+  std::vector<ResponseStream> handles;
+  std::vector<Request> requests;
+  for (int i = 0; i < streams; ++i) {
+    requests.push_back(make_request(make_prompt(9 + i, 3 + i), 24));
+    handles.push_back(engine.generate_streaming(requests.back()));
+    handles.back().on_ready([&, i] {
+      std::lock_guard lock(mutex);
+      ++wakeups[i];
+      woken.notify_all();
+    });
+  }
+
+  std::vector<std::vector<TokenId>> received(streams);
+  std::vector<bool> finished(streams, false);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  int remaining = streams;
+  while (remaining > 0 && std::chrono::steady_clock::now() < deadline) {
+    {
+      std::unique_lock lock(mutex);
+      woken.wait_for(lock, 50ms);
+    }
+    for (int i = 0; i < streams; ++i) {
+      while (auto chunk = handles[i].try_next()) {
+        received[i].insert(received[i].end(), chunk->token_ids.begin(), chunk->token_ids.end());
+        if (chunk->finished()) {
+          finished[i] = true;
+          --remaining;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < streams; ++i) {
+    CHECK(finished[i]);
+    CHECK(received[i] == toy_reference(requests[i].prompt_tokens, requests[i].sampling, {}));
+    std::lock_guard lock(mutex);
+    CHECK(wakeups[i] > 0);
+  }
+
+  // A listener set on a stream that the consumer then closes is dropped:
+  // the request is aborted and its blocks come back.
+  ResponseStream dropped = engine.generate_streaming(make_request(make_prompt(40, 1), 1000));
+  std::atomic<int> late_calls{0};
+  dropped.on_ready([&] { ++late_calls; });
+  while (late_calls.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  dropped.close();
+  while (engine.has_unfinished_requests() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  engine.stop();
+  CHECK(late_calls.load() > 0);
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.metrics().num_kv_blocks_used == 0);
+  CHECK(engine.metrics().num_kv_blocks > 0);
 }

@@ -83,6 +83,9 @@ class Engine {
   /// blocks return to the pool at the next step. False if the id is unknown
   /// or already finished.
   bool abort(RequestId id);
+  /// Aborts every unfinished request (a server's shutdown deadline). Returns
+  /// how many were asked to stop; their streams end with FinishReason::abort.
+  std::size_t abort_all();
 
   /// One engine step. Returns the chunks of requests queued with
   /// add_request (valid until the next step). Thread-safe, but steps run one

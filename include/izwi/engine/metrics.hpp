@@ -5,6 +5,7 @@
 //
 //   izwi:num_requests_running / _waiting      gauge
 //   izwi:kv_cache_usage_perc                  gauge, fraction of blocks in use (0..1, as vLLM)
+//   izwi:kv_cache_blocks / _blocks_used       gauges, usable blocks and blocks in use
 //   izwi:prompt_tokens_total                  counter
 //   izwi:generation_tokens_total              counter
 //   izwi:num_preemptions_total                counter
@@ -74,6 +75,11 @@ struct EngineMetrics {
   std::size_t num_requests_running = 0;
   std::size_t num_requests_waiting = 0;
   double kv_cache_usage = 0.0;
+  /// Usable KV blocks, and those referenced by some request (cached free
+  /// blocks are not in use). A server's health view checks num_kv_blocks_used
+  /// returns to 0 when nothing runs: no request leaked a block.
+  std::size_t num_kv_blocks = 0;
+  std::size_t num_kv_blocks_used = 0;
 
   std::uint64_t prompt_tokens = 0;
   std::uint64_t generation_tokens = 0;

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,12 +37,15 @@ class StreamChannel {
   /// Always accepted; the engine keeps the queue within capacity by pausing
   /// the request, and the final chunk may take one slot beyond it.
   void push(StreamChunk chunk) {
+    std::shared_ptr<const std::function<void()>> listener;
     {
       std::lock_guard lock(mutex_);
       if (chunk.finished()) producer_done_ = true;
       chunks_.push_back(std::move(chunk));
+      listener = listener_;
     }
     ready_.notify_all();
+    if (listener) (*listener)();
   }
   bool full() const {
     std::lock_guard lock(mutex_);
@@ -84,6 +88,17 @@ class StreamChannel {
     std::lock_guard lock(mutex_);
     return consumer_done_;
   }
+  void set_listener(std::function<void()> listener) {
+    auto shared = listener ? std::make_shared<const std::function<void()>>(std::move(listener)) : nullptr;
+    bool call_now = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (consumer_closed_) return;
+      listener_ = shared;
+      call_now = shared && !chunks_.empty();
+    }
+    if (call_now) (*shared)();
+  }
   /// Consumer hangs up: the engine aborts the request unless it already finished.
   void close() {
     bool tell_engine = false;
@@ -94,6 +109,7 @@ class StreamChannel {
       tell_engine = !producer_done_;
       consumer_done_ = true;
       chunks_.clear();
+      listener_.reset();
     }
     ready_.notify_all();
     if (tell_engine) mailbox_->post({EngineCommand::Kind::stream_closed, id_, {}, {}, {}});
@@ -106,6 +122,8 @@ class StreamChannel {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<StreamChunk> chunks_;
+  // Shared so push() can call it outside the lock while close() drops it.
+  std::shared_ptr<const std::function<void()>> listener_;
   bool producer_done_ = false;   // final chunk pushed
   bool consumer_done_ = false;   // final chunk taken, or closed
   bool consumer_closed_ = false;
@@ -143,6 +161,15 @@ class ResponseStream {
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) {
     return !channel_ || channel_->wait_for(timeout);
+  }
+  /// Calls `listener` each time a chunk arrives, on the thread that produced
+  /// it (the engine's stepping thread), outside every lock; at once if chunks
+  /// are already waiting. For asynchronous consumers (a server on an event
+  /// loop): keep it short — post a wake-up to your own executor and read with
+  /// try_next() there. It may run once more after close() returns, so it must
+  /// not own the consumer (capture a weak_ptr). Replaces any earlier listener.
+  void on_ready(std::function<void()> listener) {
+    if (channel_) channel_->set_listener(std::move(listener));
   }
   /// The final chunk has been read (or the stream closed).
   bool done() const { return !channel_ || channel_->done(); }

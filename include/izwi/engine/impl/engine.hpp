@@ -135,6 +135,17 @@ bool Engine<S, K, E>::abort(RequestId id) {
 }
 
 template <class S, class K, class E>
+std::size_t Engine<S, K, E>::abort_all() {
+  std::vector<RequestId> ids;
+  {
+    std::lock_guard lock(live_mutex_);
+    ids.assign(live_ids_.begin(), live_ids_.end());
+  }
+  for (RequestId id : ids) mailbox_->post({detail::EngineCommand::Kind::abort, id, {}, {}, {}});
+  return ids.size();
+}
+
+template <class S, class K, class E>
 bool Engine<S, K, E>::has_unfinished_requests() const {
   std::lock_guard lock(live_mutex_);
   return !live_ids_.empty();
@@ -407,6 +418,8 @@ void Engine<S, K, E>::refresh_gauges() {
   metrics_.num_requests_waiting = waiting + num_queued_.load(std::memory_order_relaxed);
   metrics_.num_requests_running = running;
   metrics_.kv_cache_usage = kv.usage();
+  metrics_.num_kv_blocks = kv.num_blocks;
+  metrics_.num_kv_blocks_used = kv.num_used_blocks;
   metrics_.prefix_cache_queries = kv.prefix_cache_queries;
   metrics_.prefix_cache_hits = kv.prefix_cache_hits;
   metrics_.num_preemptions = scheduler_.num_preemptions();

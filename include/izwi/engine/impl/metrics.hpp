@@ -143,6 +143,9 @@ inline std::string to_prometheus_text(const EngineMetrics& m, std::string_view m
   w.single("izwi:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
            static_cast<std::uint64_t>(m.num_requests_waiting));
   w.single("izwi:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", m.kv_cache_usage);
+  w.single("izwi:kv_cache_blocks", "gauge", "Usable KV-cache blocks.", static_cast<std::uint64_t>(m.num_kv_blocks));
+  w.single("izwi:kv_cache_blocks_used", "gauge", "KV-cache blocks referenced by a request.",
+           static_cast<std::uint64_t>(m.num_kv_blocks_used));
   w.single("izwi:prompt_tokens_total", "counter", "Number of prefill tokens processed.", m.prompt_tokens);
   w.single("izwi:generation_tokens_total", "counter", "Number of generation tokens processed.", m.generation_tokens);
   w.single("izwi:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
