@@ -20,6 +20,9 @@ packages=(
   libicu-dev
   # reference implementations for tests (DESIGN §6)
   python3 python3-numpy python3-onnx
+  # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);
+  # Debian 12 ships it in the prometheus package (2.42)
+  prometheus
 )
 # Node.js and npm (references from the npm registry): the machine image may
 # already carry a newer Node.js with its own npm; Debian's packages only fill a gap.
