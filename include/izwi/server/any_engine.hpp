@@ -1,0 +1,132 @@
+#pragma once
+// AnyEngine: the one virtual boundary of izwi.
+//
+// An Engine<Scheduler, KVCache, Executor> is a compile-time composition; a
+// server that loads models chosen at run time needs one type to hold them
+// all. AnyEngine is that type: an abstract model-serving handle with a
+// handful of coarse calls (submit a request, render a chat, read metrics,
+// shut down), each made once per HTTP request, never per token. The engine's
+// step loop behind it stays free of virtual calls.
+//
+// EngineModel<E> adapts an engine E (with a detokenizing executor whose
+// model has a tokenizer, e.g. CpuExecutor<Qwen3>) and runs E's loop on its
+// own thread for the handle's lifetime.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "izwi/core/ids.hpp"
+#include "izwi/core/request.hpp"
+#include "izwi/engine/stream.hpp"
+#include "izwi/tokenizer/chat_template.hpp"
+
+namespace izwi::server {
+
+/// What /v1/models and the admin views say about a loaded model.
+struct ModelInfo {
+  /// The name clients put in "model".
+  std::string id;
+  /// Where it was loaded from (admin views only; never in client errors).
+  std::filesystem::path path;
+  /// Unix seconds when it was loaded (OpenAI's "created").
+  std::int64_t created = 0;
+  std::string owned_by = "izwi";
+  /// The tasks it serves (chat covers /v1/chat/completions and /v1/completions).
+  std::vector<Task> tasks;
+  /// Prompt plus output tokens.
+  std::size_t max_model_len = 0;
+  /// Random weights (the README's demo checkpoint): said in logs and listings.
+  bool untrained = false;
+  /// Architecture and size in words, for logs.
+  std::string description;
+};
+
+/// A consistent view of one engine's load, for admin views and tests.
+struct EngineStatus {
+  std::size_t num_running = 0;
+  std::size_t num_pending = 0;
+  std::size_t num_kv_blocks = 0;
+  std::size_t num_kv_blocks_used = 0;
+  bool draining = false;
+};
+
+class AnyEngine {
+ public:
+  virtual ~AnyEngine() = default;
+
+  virtual const ModelInfo& info() const noexcept = 0;
+  bool serves(Task task) const noexcept {
+    for (Task t : info().tasks)
+      if (t == task) return true;
+    return false;
+  }
+
+  // --- text ---
+  /// The model's tokenizer. Throws izwi::invalid_argument when it has none.
+  virtual std::vector<TokenId> encode(std::string_view text) const = 0;
+  /// The model's chat template applied to messages.
+  virtual std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
+                                  const tokenizer::ChatTemplateOptions& options) const = 0;
+  /// The bytes one token stands for (logprobs' "token" and "bytes"); may be
+  /// part of a UTF-8 sequence.
+  virtual std::string token_bytes(TokenId id) const = 0;
+  virtual std::size_t vocab_size() const noexcept = 0;
+
+  // --- serving ---
+  /// Queues a request; its chunks arrive on the returned stream (see
+  /// ResponseStream::on_ready for event-loop consumers). Throws
+  /// izwi::invalid_argument for a request the engine refuses (→ 400) and
+  /// izwi::unavailable when the waiting queue is full or the engine is
+  /// draining (→ 429 / 503).
+  virtual ResponseStream submit(Request request) = 0;
+  /// The engine's metrics in Prometheus text, labelled with the model id.
+  virtual std::string metrics_text() const = 0;
+  virtual EngineStatus status() const = 0;
+  /// Graceful stop: refuses new requests, lets running ones finish until
+  /// `deadline`, aborts what is left, then stops the loop. Blocks until done;
+  /// safe to call twice.
+  virtual void shutdown(std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+/// Adapts an engine. Engine's executor must detokenize and expose
+/// executor().model().tokenizer() (a tokenizer::BpeTokenizer*).
+template <class Engine>
+class EngineModel final : public AnyEngine {
+ public:
+  /// Takes the engine and starts its loop.
+  EngineModel(std::unique_ptr<Engine> engine, ModelInfo info);
+  ~EngineModel() override;
+
+  const ModelInfo& info() const noexcept override { return info_; }
+  std::vector<TokenId> encode(std::string_view text) const override;
+  std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
+                          const tokenizer::ChatTemplateOptions& options) const override;
+  std::string token_bytes(TokenId id) const override;
+  std::size_t vocab_size() const noexcept override;
+  ResponseStream submit(Request request) override;
+  std::string metrics_text() const override;
+  EngineStatus status() const override;
+  void shutdown(std::chrono::steady_clock::time_point deadline) override;
+
+  Engine& engine() noexcept { return *engine_; }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  ModelInfo info_;
+  std::atomic<bool> draining_{false};
+  std::mutex shutdown_mutex_;
+  bool shut_down_ = false;
+};
+
+}  // namespace izwi::server
+
+#include "izwi/server/impl/any_engine.hpp"

@@ -1,0 +1,109 @@
+#pragma once
+// EngineModel<Engine> bodies. Included by izwi/server/any_engine.hpp.
+
+#include <ctime>
+#include <thread>
+
+#include "izwi/core/error.hpp"
+#include "izwi/engine/metrics.hpp"
+
+namespace izwi::server {
+
+namespace detail {
+
+template <class Model>
+concept HasOwnChatTemplate = requires(const Model& m, std::span<const tokenizer::ChatMessage> messages,
+                                      const tokenizer::ChatTemplateOptions& options) {
+  { m.render_chat(messages, options) } -> std::convertible_to<std::string>;
+};
+
+}  // namespace detail
+
+template <class Engine>
+EngineModel<Engine>::EngineModel(std::unique_ptr<Engine> engine, ModelInfo info)
+    : engine_(std::move(engine)), info_(std::move(info)) {
+  if (info_.created == 0) info_.created = static_cast<std::int64_t>(std::time(nullptr));
+  engine_->run();
+}
+
+template <class Engine>
+EngineModel<Engine>::~EngineModel() {
+  shutdown(std::chrono::steady_clock::now());
+}
+
+template <class Engine>
+std::vector<TokenId> EngineModel<Engine>::encode(std::string_view text) const {
+  const auto* tokenizer = engine_->executor().model().tokenizer();
+  if (!tokenizer) throw invalid_argument("model", "model '" + info_.id + "' has no tokenizer; send token ids");
+  return tokenizer->encode(text);
+}
+
+template <class Engine>
+std::string EngineModel<Engine>::render_chat(std::span<const tokenizer::ChatMessage> messages,
+                                             const tokenizer::ChatTemplateOptions& options) const {
+  const auto& model = engine_->executor().model();
+  if constexpr (detail::HasOwnChatTemplate<std::decay_t<decltype(model)>>) {
+    return model.render_chat(messages, options);
+  } else {
+    // Qwen-family checkpoints (the only text family so far) speak ChatML
+    // with Qwen3's thinking switch.
+    return tokenizer::render_qwen3_chat(messages, options);
+  }
+}
+
+template <class Engine>
+std::string EngineModel<Engine>::token_bytes(TokenId id) const {
+  const auto* tokenizer = engine_->executor().model().tokenizer();
+  if (!tokenizer) return {};
+  return std::string(tokenizer->token_bytes(id));
+}
+
+template <class Engine>
+std::size_t EngineModel<Engine>::vocab_size() const noexcept {
+  return engine_->executor().model().vocab_size();
+}
+
+template <class Engine>
+ResponseStream EngineModel<Engine>::submit(Request request) {
+  if (draining_.load(std::memory_order_acquire))
+    throw unavailable("model '" + info_.id + "' is shutting down");
+  return engine_->generate_streaming(std::move(request));
+}
+
+template <class Engine>
+std::string EngineModel<Engine>::metrics_text() const {
+  return engine_->metrics_text();
+}
+
+template <class Engine>
+EngineStatus EngineModel<Engine>::status() const {
+  const EngineMetrics m = engine_->metrics();
+  EngineStatus s;
+  s.num_running = m.num_requests_running;
+  s.num_pending = m.num_requests_waiting;
+  s.num_kv_blocks = m.num_kv_blocks;
+  s.num_kv_blocks_used = m.num_kv_blocks_used;
+  s.draining = draining_.load(std::memory_order_acquire);
+  return s;
+}
+
+template <class Engine>
+void EngineModel<Engine>::shutdown(std::chrono::steady_clock::time_point deadline) {
+  std::lock_guard lock(shutdown_mutex_);
+  if (shut_down_) return;
+  draining_.store(true, std::memory_order_release);
+  using namespace std::chrono_literals;
+  while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  if (engine_->abort_all() > 0) {
+    // Aborts are applied by the loop at its next step; give it a moment so
+    // every stream gets its final chunk before the loop stops.
+    const auto grace = std::chrono::steady_clock::now() + 2s;
+    while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < grace)
+      std::this_thread::sleep_for(1ms);
+  }
+  engine_->stop();
+  shut_down_ = true;
+}
+
+}  // namespace izwi::server

@@ -1,0 +1,53 @@
+#pragma once
+// The stock model loader of izwi-server: recognizes a checkpoint and builds
+// the engine that serves it on the CPU.
+//
+//   Hugging Face directory (config.json "model_type": "qwen3") or a qwen3
+//   .gguf file  →  Engine<FcfsScheduler, PagedKVCache<>, CpuExecutor<Qwen3>>
+//
+// Anything else is refused with an error naming the path and what was found.
+// Host programs with other engine configurations write their own Loader
+// (ModelRegistry::Loader) around EngineModel<TheirEngine>.
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "izwi/server/any_engine.hpp"
+#include "izwi/server/model_registry.hpp"
+
+namespace izwi::server {
+
+struct CpuLoaderSettings {
+  /// Executor threads; 0: one per core.
+  std::size_t num_threads = 0;
+  /// KV-cache memory per model.
+  std::size_t kv_cache_bytes = std::size_t{1} << 30;
+  /// Requests waiting beyond this get 429; 0: no limit.
+  std::size_t max_waiting_requests = 256;
+  /// Scheduler limits per step (vLLM's max_num_seqs / max_num_batched_tokens); 0: the scheduler's default.
+  std::size_t max_num_seqs = 0;
+  std::size_t max_num_batched_tokens = 0;
+  /// Context limit override; 0: the model's.
+  std::size_t max_model_len = 0;
+  bool enable_prefix_caching = true;
+  /// Chunks a response stream holds before its request pauses.
+  std::size_t stream_capacity = 64;
+};
+
+/// Loads one model from `path`; throws izwi::error with a message naming
+/// the path and the problem.
+std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
+                                          const CpuLoaderSettings& settings);
+
+/// A ModelRegistry::Loader that calls load_cpu_model with `settings`.
+inline ModelRegistry::Loader cpu_model_loader(CpuLoaderSettings settings) {
+  return [settings](const std::string& id, const std::filesystem::path& path) {
+    return load_cpu_model(id, path, settings);
+  };
+}
+
+}  // namespace izwi::server
+
+#include "izwi/server/impl/model_loader.hpp"
