@@ -1,0 +1,2 @@
+// multipart/form-data parser tests (the parser lands in the next commit).
+#include <catch2/catch.hpp>
