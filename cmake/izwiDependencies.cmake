@@ -46,3 +46,14 @@ if(NOT TARGET izwi::icuuc)
     target_link_libraries(izwi::icuuc INTERFACE icuuc)
   endif()
 endif()
+
+# HTTP server (include/izwi/server/): Boost.Beast, Asio and JSON from Boost's
+# headers (libboost1.81-all-dev). Boost.JSON's compiled part is built by the
+# program itself: <boost/json/src.hpp> in one of its translation units.
+if(NOT TARGET izwi::boost)
+  find_package(Boost 1.81 QUIET CONFIG)
+  add_library(izwi::boost INTERFACE IMPORTED)
+  if(TARGET Boost::headers)
+    target_link_libraries(izwi::boost INTERFACE Boost::headers)
+  endif()
+endif()

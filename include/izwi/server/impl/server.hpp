@@ -1,0 +1,740 @@
+#pragma once
+// Server bodies. Included by izwi/server/server.hpp.
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <variant>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "izwi/core/error.hpp"
+#include "izwi/server/http/access_log.hpp"
+#include "izwi/server/openai.hpp"
+#include "izwi/server/sse.hpp"
+
+namespace izwi::server {
+
+namespace detail {
+
+namespace bhttp = boost::beast::http;
+
+inline http::Response json_response(unsigned status, const boost::json::value& body, unsigned version = 11) {
+  http::Response res{static_cast<bhttp::status>(status), version};
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() = boost::json::serialize(body);
+  return res;
+}
+
+inline http::Response text_response(unsigned status, std::string body, std::string_view content_type,
+                                    unsigned version = 11) {
+  http::Response res{static_cast<bhttp::status>(status), version};
+  res.set(bhttp::field::content_type, content_type);
+  res.body() = std::move(body);
+  return res;
+}
+
+inline std::string_view task_words(Task task) noexcept {
+  switch (task) {
+    case Task::chat: return "chat completions";
+    case Task::completion: return "completions";
+    case Task::tts: return "speech synthesis (text-to-speech)";
+    case Task::asr: return "transcription";
+    case Task::translation: return "translation";
+  }
+  return "this task";
+}
+
+inline void log_line(const std::string& text) {
+  const std::string line = text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+/// The 400 that vLLM answers when prompt plus requested output exceed the
+/// model's context, naming both lengths.
+inline void check_prompt_length(std::size_t prompt_tokens, std::optional<std::uint32_t> max_tokens,
+                                std::size_t max_model_len, const char* param) {
+  if (prompt_tokens == 0) throw ApiError::bad_request("The prompt is empty.", std::string(param));
+  if (max_model_len == 0) return;
+  if (prompt_tokens >= max_model_len)
+    throw ApiError::bad_request("This model's maximum context length is " + std::to_string(max_model_len) +
+                                    " tokens. However, your request has " + std::to_string(prompt_tokens) +
+                                    " input tokens. Please reduce the length of the input.",
+                                std::string(param));
+  if (max_tokens && prompt_tokens + *max_tokens > max_model_len)
+    throw ApiError::bad_request(
+        "This model's maximum context length is " + std::to_string(max_model_len) +
+            " tokens. However, you requested " + std::to_string(prompt_tokens + *max_tokens) + " tokens (" +
+            std::to_string(prompt_tokens) + " in the input, " + std::to_string(*max_tokens) +
+            " in the completion). Please reduce the length of the input or completion.",
+        "max_tokens");
+}
+
+/// One generation being answered: the engine's stream on one side, the
+/// connection on the other. Owned by the session (as its PendingResponse);
+/// the engine's listener holds only a weak_ptr and posts to the strand.
+class GenerationJob final : public http::PendingResponse, public std::enable_shared_from_this<GenerationJob> {
+ public:
+  enum class Kind { chat, completion };
+
+  GenerationJob(std::shared_ptr<http::Session> session, std::shared_ptr<AnyEngine> engine, ResponseStream stream,
+                Kind kind, bool streaming, bool include_usage, bool want_logprobs, std::size_t prompt_tokens,
+                std::string model_name)
+      : session_(std::move(session)),
+        engine_(std::move(engine)),
+        stream_(std::move(stream)),
+        kind_(kind),
+        streaming_(streaming),
+        want_logprobs_(want_logprobs),
+        prompt_tokens_(prompt_tokens) {
+    meta_.id = openai::make_response_id(kind == Kind::chat ? "chatcmpl-" : "cmpl-");
+    meta_.created = openai::unix_time_now();
+    meta_.model = std::move(model_name);
+    meta_.include_usage = include_usage && streaming;
+  }
+
+  /// On the strand: attaches to the session, starts the stream's head and
+  /// listens to the engine.
+  void start() {
+    session_->attach(shared_from_this());
+    if (session_->closed()) return;
+    if (streaming_) {
+      http::Response head{bhttp::status::ok, 11};
+      head.set(bhttp::field::content_type, sse::content_type);
+      head.set(bhttp::field::cache_control, "no-cache");
+      head.set("X-Accel-Buffering", "no");
+      session_->begin_stream(head);
+      if (kind_ == Kind::chat) {
+        openai::ChatDelta first;
+        first.role = true;
+        first.content = std::string_view();
+        session_->stream_write(sse::data(boost::json::serialize(openai::chat_completion_chunk_json(meta_, first))));
+      }
+    }
+    auto executor = session_->get_executor();
+    std::weak_ptr<GenerationJob> weak = weak_from_this();
+    stream_.on_ready([weak, executor] {
+      // The engine's thread: only wake the strand, once per batch of chunks.
+      auto self = weak.lock();
+      if (!self || self->wake_posted_.exchange(true, std::memory_order_acq_rel)) return;
+      boost::asio::post(executor, [self] { self->drain(); });
+    });
+  }
+
+  void cancel() noexcept override {
+    cancelled_ = true;
+    stream_.close();  // aborts the request; its KV blocks return to the pool
+  }
+
+  void resume() override { drain(); }
+
+ private:
+  void drain() {
+    wake_posted_.store(false, std::memory_order_release);
+    if (cancelled_ || finished_ || session_->closed()) return;
+    // One write at a time: while one is out, chunks wait in the engine's
+    // bounded stream, which pauses this request when it fills.
+    if (streaming_ && session_->stream_busy()) return;
+    std::string out;
+    while (!finished_) {
+      std::optional<StreamChunk> chunk = stream_.try_next();
+      if (!chunk) break;
+      consume(*chunk, out);
+    }
+    if (streaming_ && !out.empty()) session_->stream_write(out);
+    if (finished_) finish();
+  }
+
+  std::vector<openai::PositionLogprobs> positions(const StreamChunk& chunk) const {
+    std::vector<openai::PositionLogprobs> out;
+    if (!want_logprobs_) return out;
+    out.reserve(chunk.logprobs.size());
+    for (const TokenLogprobs& lp : chunk.logprobs) {
+      openai::PositionLogprobs p;
+      p.sampled = {engine_->token_bytes(lp.token), lp.logprob};
+      for (const auto& alt : lp.top) p.top.push_back({engine_->token_bytes(alt.token), alt.logprob});
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  void consume(StreamChunk& chunk, std::string& out) {
+    completion_tokens_ += chunk.token_ids.size();
+    if (chunk.finished()) {
+      finished_ = true;
+      finish_reason_ = *chunk.finish_reason;
+      if (chunk.stats) {
+        if (chunk.stats->num_prompt_tokens) prompt_tokens_ = chunk.stats->num_prompt_tokens;
+        if (chunk.stats->num_output_tokens) completion_tokens_ = chunk.stats->num_output_tokens;
+      }
+    }
+    std::vector<openai::PositionLogprobs> lps = positions(chunk);
+    if (!streaming_) {
+      text_ += chunk.text;
+      for (auto& p : lps) logprobs_.push_back(std::move(p));
+      return;
+    }
+    if (chunk.text.empty() && lps.empty()) return;
+    if (kind_ == Kind::chat) {
+      openai::ChatDelta delta;
+      delta.content = std::string_view(chunk.text);
+      if (!lps.empty()) delta.logprobs = openai::chat_logprobs_json(lps);
+      sse::append_data(out, boost::json::serialize(openai::chat_completion_chunk_json(meta_, delta)));
+    } else {
+      boost::json::value logprobs = nullptr;
+      if (!lps.empty()) logprobs = openai::completion_logprobs_json(lps, text_offset_);
+      sse::append_data(out, boost::json::serialize(openai::completion_chunk_json(meta_, chunk.text, std::nullopt,
+                                                                                 std::move(logprobs))));
+    }
+    text_offset_ += count_code_points(chunk.text);
+  }
+
+  static std::size_t count_code_points(std::string_view s) noexcept {
+    std::size_t n = 0;
+    for (char c : s)
+      if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+    return n;
+  }
+
+  void finish() {
+    const openai::Usage usage{prompt_tokens_, completion_tokens_};
+    if (streaming_) {
+      std::string out;
+      if (kind_ == Kind::chat) {
+        openai::ChatDelta last;
+        last.finish_reason = finish_reason_;
+        sse::append_data(out, boost::json::serialize(openai::chat_completion_chunk_json(meta_, last)));
+        if (meta_.include_usage)
+          sse::append_data(out, boost::json::serialize(openai::chat_completion_usage_chunk_json(meta_, usage)));
+      } else {
+        sse::append_data(out, boost::json::serialize(openai::completion_chunk_json(meta_, "", finish_reason_)));
+        if (meta_.include_usage)
+          sse::append_data(out, boost::json::serialize(openai::completion_usage_chunk_json(meta_, usage)));
+      }
+      out += sse::done;
+      session_->stream_write(out);
+      session_->end_stream();
+      return;
+    }
+    if (finish_reason_ == FinishReason::error) {
+      log_line("izwi-server: request " + session_->exchange().request_id + " failed in the engine");
+      session_->respond(json_response(500, openai::error_json(ApiError::internal())));
+      return;
+    }
+    if (finish_reason_ == FinishReason::abort) {
+      session_->respond(json_response(
+          503, openai::error_json(ApiError::unavailable("The request was aborted: the model is shutting down."))));
+      return;
+    }
+    boost::json::object body;
+    if (kind_ == Kind::chat) {
+      boost::json::value lp = nullptr;
+      if (want_logprobs_) lp = openai::chat_logprobs_json(logprobs_);
+      body = openai::chat_completion_json(meta_, text_, std::nullopt, finish_reason_, usage, std::move(lp));
+    } else {
+      boost::json::value lp = nullptr;
+      if (want_logprobs_) lp = openai::completion_logprobs_json(logprobs_, 0);
+      body = openai::completion_json(meta_, text_, finish_reason_, usage, std::move(lp));
+    }
+    session_->respond(json_response(200, body));
+  }
+
+  std::shared_ptr<http::Session> session_;
+  std::shared_ptr<AnyEngine> engine_;  // keeps the model loaded while it answers
+  ResponseStream stream_;
+  Kind kind_;
+  bool streaming_;
+  bool want_logprobs_;
+  openai::ResponseMeta meta_;
+  std::uint64_t prompt_tokens_ = 0;
+  std::uint64_t completion_tokens_ = 0;
+  std::string text_;
+  std::size_t text_offset_ = 0;
+  std::vector<openai::PositionLogprobs> logprobs_;
+  FinishReason finish_reason_ = FinishReason::stop;
+  bool finished_ = false;
+  bool cancelled_ = false;
+  std::atomic<bool> wake_posted_{false};
+};
+
+/// A registry operation (admin load/unload) answered when it ends. The
+/// registry calls back on its worker thread; the answer is posted to the
+/// connection's strand.
+inline ModelRegistry::Done answer_on_strand(const std::shared_ptr<http::Session>& session, std::string id,
+                                            std::string_view state) {
+  auto executor = session->get_executor();
+  std::weak_ptr<http::Session> weak = session;
+  return [weak, executor, id = std::move(id), state = std::string(state)](std::optional<ApiError> error) {
+    boost::asio::post(executor, [weak, id, state, error = std::move(error)] {
+      auto session = weak.lock();
+      if (!session) return;
+      if (error) {
+        session->respond(json_response(error->status, openai::error_json(*error)));
+        return;
+      }
+      boost::json::object body{{"id", id}, {"object", "model"}, {"state", state}};
+      session->respond(json_response(200, body));
+    });
+  };
+}
+
+/// A pending admin operation holds nothing to cancel: the load goes on.
+struct DetachedOperation final : http::PendingResponse {
+  void cancel() noexcept override {}
+};
+
+inline boost::json::object entry_json(const ModelEntry& entry) {
+  boost::json::object o;
+  o["id"] = entry.id;
+  o["object"] = "model";
+  o["state"] = std::string(to_string(entry.state));
+  if (!entry.error.empty()) o["error"] = openai::sanitize_utf8(entry.error);
+  if (entry.info) {
+    const ModelInfo& info = *entry.info;
+    o["path"] = openai::sanitize_utf8(info.path.string());
+    o["created"] = info.created;
+    o["owned_by"] = info.owned_by;
+    boost::json::array tasks;
+    for (Task t : info.tasks) tasks.emplace_back(std::string(to_string(t)));
+    o["tasks"] = std::move(tasks);
+    o["max_model_len"] = info.max_model_len;
+    o["untrained"] = info.untrained;
+    o["description"] = openai::sanitize_utf8(info.description);
+  }
+  if (entry.status) {
+    const EngineStatus& s = *entry.status;
+    o["status"] = boost::json::object{{"num_running", s.num_running},
+                                      {"num_pending", s.num_pending},
+                                      {"num_kv_blocks", s.num_kv_blocks},
+                                      {"num_kv_blocks_used", s.num_kv_blocks_used},
+                                      {"draining", s.draining}};
+  }
+  return o;
+}
+
+}  // namespace detail
+
+// --- life cycle -----------------------------------------------------------------
+
+inline Server::Server(ServerConfig config, ModelRegistry& registry)
+    : config_(std::move(config)), registry_(registry), keys_(config_.api_keys), ioc_(static_cast<int>(
+                                                                                        config_.io_threads ? config_.io_threads : 1)) {
+  add_default_routes();
+}
+
+inline Server::~Server() {
+  if (started_.load()) {
+    stop();
+    wait();
+  }
+}
+
+inline unsigned short Server::start() {
+  if (started_.exchange(true)) return port_;
+  namespace net = boost::asio;
+  const net::ip::tcp::endpoint endpoint(net::ip::make_address(config_.host), config_.port);
+  listener_ = std::make_shared<http::Listener>(ioc_, endpoint,
+                                               [this](net::ip::tcp::socket&& socket) { on_accept(std::move(socket)); });
+  port_ = listener_->port();
+  work_.emplace(ioc_.get_executor());
+  listener_->run();
+  const std::size_t n = config_.io_threads ? config_.io_threads : 1;
+  for (std::size_t i = 0; i < n; ++i) io_threads_.emplace_back([this] { ioc_.run(); });
+  return port_;
+}
+
+inline void Server::run() {
+  start();
+  std::optional<boost::asio::signal_set> signals;
+  if (config_.handle_signals) {
+    signals.emplace(ioc_, SIGINT, SIGTERM);
+    signals->async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      detail::log_line(std::string("izwi-server: ") + (signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                       ", shutting down (in-flight requests get " +
+                       std::to_string(config_.shutdown_grace.count()) + " ms)");
+      stop();
+    });
+  }
+  wait();
+}
+
+inline void Server::stop() {
+  std::lock_guard lock(state_mutex_);
+  if (!started_.load() || draining_.exchange(true, std::memory_order_acq_rel)) return;
+  shutdown_thread_ = std::thread([this] { shutdown_sequence(); });
+}
+
+inline void Server::wait() {
+  {
+    std::unique_lock lock(state_mutex_);
+    stopped_cv_.wait(lock, [&] { return stopped_; });
+  }
+  std::lock_guard lock(state_mutex_);
+  if (shutdown_thread_.joinable()) shutdown_thread_.join();
+}
+
+inline void Server::shutdown_sequence() {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + config_.shutdown_grace;
+  if (listener_) listener_->stop();
+  std::vector<std::shared_ptr<http::Session>> sessions;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    for (auto& [ptr, weak] : sessions_)
+      if (auto s = weak.lock()) sessions.push_back(std::move(s));
+  }
+  for (auto& s : sessions) s->shutdown_soft();
+  sessions.clear();
+  // The models finish what they run until the deadline, then abort the rest;
+  // every stream then ends and its response completes.
+  registry_.shutdown(deadline);
+  // Let the last bytes go out (an aborted stream's final chunk).
+  const auto flush_deadline = std::max(deadline, clock::now()) + std::chrono::seconds(2);
+  while (in_flight_.load(std::memory_order_acquire) > 0 && clock::now() < flush_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  {
+    std::lock_guard lock(sessions_mutex_);
+    for (auto& [ptr, weak] : sessions_)
+      if (auto s = weak.lock()) sessions.push_back(std::move(s));
+  }
+  for (auto& s : sessions) s->abort();
+  sessions.clear();
+  work_.reset();
+  // Sessions close on their strands; give them a moment, then stop the loop.
+  const auto close_deadline = clock::now() + std::chrono::milliseconds(500);
+  while (clock::now() < close_deadline) {
+    {
+      std::lock_guard lock(sessions_mutex_);
+      if (sessions_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ioc_.stop();
+  for (auto& t : io_threads_)
+    if (t.joinable()) t.join();
+  {
+    std::lock_guard lock(state_mutex_);
+    stopped_ = true;
+  }
+  stopped_cv_.notify_all();
+}
+
+inline void Server::on_accept(boost::asio::ip::tcp::socket&& socket) {
+  http::SessionHost& host = *this;
+  auto session = std::make_shared<http::Session>(std::move(socket), host);
+  bool reject = false;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    if (sessions_.size() >= config_.limits.max_connections) {
+      reject = true;
+    } else {
+      sessions_.emplace(session.get(), session);
+      metrics_.connection_opened();
+    }
+  }
+  if (reject) {
+    metrics_.connection_rejected();
+    ApiError error = ApiError::unavailable("Too many connections; try again later.");
+    session->start_rejected(error_response(error, 11));
+    return;
+  }
+  session->start();
+}
+
+inline void Server::session_closed(http::Session* session) noexcept {
+  std::lock_guard lock(sessions_mutex_);
+  if (sessions_.erase(session)) metrics_.connection_closed();
+}
+
+inline void Server::exchange_started() noexcept {
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  metrics_.request_started();
+}
+
+inline void Server::exchange_finished(const http::Exchange& exchange) noexcept {
+  try {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange.start).count();
+    metrics_.observe(exchange.method, exchange.route, exchange.status, seconds);
+    if (config_.access_log) http::write_access_log(exchange);
+  } catch (...) {
+  }
+  metrics_.request_finished();
+  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+inline http::Response Server::error_response(const ApiError& error, unsigned version) {
+  http::Response res = detail::json_response(error.status, openai::error_json(error), version);
+  if (error.retry_after_seconds) res.set(boost::beast::http::field::retry_after, std::to_string(*error.retry_after_seconds));
+  if (error.status == 401) res.set(boost::beast::http::field::www_authenticate, "Bearer");
+  return res;
+}
+
+// --- routing --------------------------------------------------------------------
+
+inline void Server::add_route(std::string method, std::string pattern, Handler handler, bool open) {
+  open_routes_[method + " " + pattern] = open;
+  router_.add(std::move(method), std::move(pattern), std::move(handler));
+}
+
+inline void Server::add_default_routes() {
+  add_route("POST", "/v1/chat/completions", [this](HandlerContext& c) { chat_completions(c); });
+  add_route("POST", "/v1/completions", [this](HandlerContext& c) { completions(c); });
+  add_route("GET", "/v1/models", [this](HandlerContext& c) { list_models(c); });
+  add_route("GET", "/v1/models/{id}", [this](HandlerContext& c) { get_model(c); });
+  add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { audio_unavailable(c, Task::tts); });
+  add_route("POST", "/v1/audio/transcriptions", [this](HandlerContext& c) { audio_unavailable(c, Task::asr); });
+  add_route("POST", "/v1/audio/translations", [this](HandlerContext& c) { audio_unavailable(c, Task::translation); });
+  add_route("GET", "/health", [this](HandlerContext& c) { health(c); }, true);
+  add_route("GET", "/livez", [this](HandlerContext& c) { livez(c); }, true);
+  add_route("GET", "/readyz", [this](HandlerContext& c) { readyz(c); }, true);
+  add_route("GET", "/metrics", [this](HandlerContext& c) { metrics(c); }, true);
+  add_route("GET", "/v1/admin/models", [this](HandlerContext& c) { admin_list(c); });
+  add_route("GET", "/v1/admin/models/{id}", [this](HandlerContext& c) { admin_get(c); });
+  add_route("POST", "/v1/admin/models/{id}/load", [this](HandlerContext& c) { admin_load(c); });
+  add_route("POST", "/v1/admin/models/{id}/unload", [this](HandlerContext& c) { admin_unload(c); });
+}
+
+inline void Server::handle(const std::shared_ptr<http::Session>& session, http::Request&& request) {
+  http::Request req = std::move(request);
+  const unsigned version = req.version();
+  using Routed = http::Router<Handler>::Result;
+  const Routed routed = router_.route(req.method_string(), req.target());
+  try {
+    bool open = false;
+    if (routed.kind == Routed::Kind::found) {
+      session->exchange().route = std::string(routed.match.pattern);
+      auto it = open_routes_.find(std::string(req.method_string()) + " " + std::string(routed.match.pattern));
+      open = it != open_routes_.end() && it->second;
+    }
+    if (!open && keys_.enabled() && !keys_.allows(req[boost::beast::http::field::authorization])) {
+      const bool sent = !req[boost::beast::http::field::authorization].empty();
+      throw ApiError(401, "authentication_error",
+                     sent ? "Incorrect API key provided." : "Missing API key: send it as 'Authorization: Bearer KEY'.",
+                     std::nullopt, "invalid_api_key");
+    }
+    if (routed.kind == Routed::Kind::not_found) {
+      std::string path(http::target_path(req.target()).substr(0, 200));
+      throw ApiError::not_found("Unknown endpoint: " + std::string(req.method_string()) + " " +
+                                openai::sanitize_utf8(path) + ".");
+    }
+    if (routed.kind == Routed::Kind::method_not_allowed) {
+      ApiError error(405, "invalid_request_error",
+                     "Method " + std::string(req.method_string().substr(0, 16)) + " is not allowed here; use " +
+                         routed.allow + ".");
+      http::Response res = error_response(error, version);
+      res.set(boost::beast::http::field::allow, routed.allow);
+      session->respond(std::move(res));
+      return;
+    }
+    HandlerContext ctx{session, req, routed.match};
+    (*routed.match.handler)(ctx);
+  } catch (const ApiError& error) {
+    session->respond(error_response(error, version));
+  } catch (const izwi::invalid_argument& error) {
+    session->respond(error_response(openai::bad_request_from(error), version));
+  } catch (const izwi::unavailable& error) {
+    session->respond(error_response(draining() ? ApiError::unavailable("The server is shutting down.")
+                                               : ApiError::too_many_requests(error.what()),
+                                    version));
+  } catch (const std::exception& error) {
+    detail::log_line("izwi-server: request " + session->exchange().request_id + " failed: " + error.what());
+    session->respond(error_response(ApiError::internal(), version));
+  }
+}
+
+// --- handlers -------------------------------------------------------------------
+
+inline std::shared_ptr<AnyEngine> Server::resolve_model(const std::string& name, Task task) const {
+  if (name.empty())
+    // OpenAI requires "model"; naming the loaded ones helps the client fix it.
+    throw ApiError::bad_request("You must provide a model parameter (loaded: " + loaded_model_names(task) + ").",
+                                "model");
+  std::shared_ptr<AnyEngine> engine = registry_.find(name);
+  if (!engine)
+    throw ApiError(404, "invalid_request_error",
+                   "The model `" + openai::sanitize_utf8(name.substr(0, 200)) + "` does not exist.", "model",
+                   "model_not_found");
+  if (!engine->serves(task))
+    throw ApiError::bad_request("The model `" + name + "` does not serve " + std::string(detail::task_words(task)) +
+                                    ".",
+                                "model");
+  return engine;
+}
+
+inline std::string Server::loaded_model_names(Task task) const {
+  std::string names;
+  for (const auto& engine : registry_.loaded())
+    if (engine->serves(task)) {
+      if (!names.empty()) names += ", ";
+      names += engine->info().id;
+    }
+  return names.empty() ? "none" : names;
+}
+
+namespace detail {
+
+inline void submit_generation(const std::shared_ptr<http::Session>& session, std::shared_ptr<AnyEngine> engine,
+                              Request request, GenerationJob::Kind kind, bool streaming, bool include_usage,
+                              bool logprobs, bool server_draining) {
+  const std::size_t prompt_tokens = request.prompt_tokens.size();
+  ResponseStream stream;
+  try {
+    stream = engine->submit(std::move(request));
+  } catch (const izwi::unavailable& error) {
+    if (server_draining || engine->status().draining)
+      throw ApiError::unavailable("The model is shutting down; try again later.");
+    throw ApiError::too_many_requests(std::string("Too many requests: ") + error.what(), 1);
+  }
+  const std::string model = engine->info().id;
+  auto job = std::make_shared<GenerationJob>(session, std::move(engine), std::move(stream), kind, streaming,
+                                             include_usage, logprobs, prompt_tokens, model);
+  job->start();
+}
+
+}  // namespace detail
+
+inline void Server::chat_completions(HandlerContext& ctx) {
+  openai::ChatCompletionRequest parsed = openai::parse_chat_completion_request(ctx.request.body());
+  std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
+  const std::string prompt = engine->render_chat(parsed.messages, parsed.template_options());
+  Request request;
+  request.task = Task::chat;
+  request.prompt_tokens = engine->encode(prompt);
+  detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
+                              "messages");
+  request.sampling = std::move(parsed.sampling);
+  request.stream = parsed.stream;
+  detail::submit_generation(ctx.session, std::move(engine), std::move(request), detail::GenerationJob::Kind::chat,
+                            parsed.stream, parsed.include_usage, parsed.logprobs, draining());
+}
+
+inline void Server::completions(HandlerContext& ctx) {
+  openai::CompletionRequest parsed = openai::parse_completion_request(ctx.request.body());
+  std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
+  Request request;
+  request.task = Task::completion;
+  if (const auto* text = std::get_if<std::string>(&parsed.prompt)) {
+    request.prompt_tokens = engine->encode(*text);
+  } else {
+    request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);
+    const std::size_t vocab = engine->vocab_size();
+    for (std::size_t i = 0; i < request.prompt_tokens.size(); ++i) {
+      const TokenId t = request.prompt_tokens[i];
+      if (t < 0 || static_cast<std::size_t>(t) >= vocab)
+        throw ApiError::bad_request("Token id " + std::to_string(t) + " is out of vocabulary (size " +
+                                        std::to_string(vocab) + ").",
+                                    "prompt");
+    }
+  }
+  detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
+                              "prompt");
+  const bool logprobs = parsed.sampling.logprobs.has_value();
+  request.sampling = std::move(parsed.sampling);
+  request.stream = parsed.stream;
+  detail::submit_generation(ctx.session, std::move(engine), std::move(request),
+                            detail::GenerationJob::Kind::completion, parsed.stream, parsed.include_usage, logprobs,
+                            draining());
+}
+
+inline void Server::list_models(HandlerContext& ctx) {
+  boost::json::array data;
+  for (const auto& engine : registry_.loaded()) {
+    const ModelInfo& info = engine->info();
+    data.push_back(openai::model_json(info.id, info.created, info.owned_by));
+  }
+  ctx.session->respond(detail::json_response(200, openai::model_list_json(std::move(data)), ctx.request.version()));
+}
+
+inline void Server::get_model(HandlerContext& ctx) {
+  const std::string& id = ctx.match.param("id");
+  std::shared_ptr<AnyEngine> engine = registry_.find(id);
+  if (!engine)
+    throw ApiError(404, "invalid_request_error",
+                   "The model `" + openai::sanitize_utf8(id.substr(0, 200)) + "` does not exist.", "model",
+                   "model_not_found");
+  const ModelInfo& info = engine->info();
+  ctx.session->respond(
+      detail::json_response(200, openai::model_json(info.id, info.created, info.owned_by), ctx.request.version()));
+}
+
+inline void Server::health(HandlerContext& ctx) {
+  if (draining()) throw ApiError::unavailable("The server is shutting down.");
+  if (!registry_.ready()) throw ApiError::unavailable("Models are loading.", 5);
+  ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ok"}}, ctx.request.version()));
+}
+
+inline void Server::livez(HandlerContext& ctx) {
+  ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ok"}}, ctx.request.version()));
+}
+
+inline void Server::readyz(HandlerContext& ctx) {
+  if (draining()) throw ApiError::unavailable("The server is shutting down.");
+  if (!registry_.ready()) throw ApiError::unavailable("Models are loading.", 5);
+  ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ready"}}, ctx.request.version()));
+}
+
+inline void Server::metrics(HandlerContext& ctx) {
+  std::string text = registry_.metrics_text();
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  text += metrics_.prometheus_text();
+  ctx.session->respond(detail::text_response(200, std::move(text), "text/plain; version=0.0.4; charset=utf-8",
+                                             ctx.request.version()));
+}
+
+inline void Server::admin_list(HandlerContext& ctx) {
+  boost::json::array data;
+  for (const ModelEntry& entry : registry_.entries()) data.push_back(detail::entry_json(entry));
+  ctx.session->respond(detail::json_response(200, boost::json::object{{"object", "list"}, {"data", std::move(data)}},
+                                             ctx.request.version()));
+}
+
+inline void Server::admin_get(HandlerContext& ctx) {
+  const std::string& id = ctx.match.param("id");
+  std::optional<ModelEntry> entry = registry_.entry(id);
+  if (!entry)
+    throw ApiError::not_found("No model `" + openai::sanitize_utf8(id.substr(0, 200)) + "` is known.",
+                              "model_not_found");
+  ctx.session->respond(detail::json_response(200, detail::entry_json(*entry), ctx.request.version()));
+}
+
+inline void Server::admin_load(HandlerContext& ctx) {
+  if (draining()) throw ApiError::unavailable("The server is shutting down.");
+  const std::string& id = ctx.match.param("id");
+  ctx.session->attach(std::make_shared<detail::DetachedOperation>());
+  registry_.load(id, detail::answer_on_strand(ctx.session, id, "loaded"));
+}
+
+inline void Server::admin_unload(HandlerContext& ctx) {
+  const std::string& id = ctx.match.param("id");
+  ctx.session->attach(std::make_shared<detail::DetachedOperation>());
+  registry_.unload(id, config_.unload_grace, detail::answer_on_strand(ctx.session, id, "unloaded"));
+}
+
+inline void Server::audio_unavailable(HandlerContext& ctx, Task task) {
+  // The model a JSON body names (speech); multipart bodies are not looked into here.
+  std::string name;
+  if (task == Task::tts) {
+    try {
+      const boost::json::object body = openai::parse_json_object(ctx.request.body());
+      if (const auto* m = body.if_contains("model"); m && m->is_string()) name = std::string(m->as_string());
+    } catch (const ApiError&) {
+    }
+  }
+  if (!name.empty()) {
+    std::shared_ptr<AnyEngine> engine = registry_.find(name);
+    if (!engine)
+      throw ApiError(404, "invalid_request_error",
+                     "The model `" + openai::sanitize_utf8(name.substr(0, 200)) + "` does not exist.", "model",
+                     "model_not_found");
+  }
+  throw ApiError::bad_request("No model serving " + std::string(detail::task_words(task)) +
+                                  " is loaded; this endpoint answers once one is.",
+                              "model", "model_not_found");
+}
+
+}  // namespace izwi::server

@@ -1,0 +1,185 @@
+#pragma once
+// izwi::server::Server: the OpenAI-compatible HTTP server of izwi-server.
+//
+//   ModelRegistry registry(cpu_model_loader(settings), models_dir);
+//   registry.load_path("Qwen3-0.6B");
+//   Server server({.host = "127.0.0.1", .port = 8000}, registry);
+//   server.run();   // until SIGINT/SIGTERM (handle_signals) or stop()
+//
+// HTTP runs on Asio threads of its own (io_threads); model work runs on each
+// engine's loop thread: a handler submits a request and returns, and the
+// engine's output comes back to the connection's strand through
+// ResponseStream::on_ready. No I/O thread ever waits on a model.
+//
+// Endpoints (see docs/server.md, "HTTP"):
+//   POST /v1/chat/completions, /v1/completions      (stream or not)
+//   GET  /v1/models, /v1/models/{id}
+//   POST /v1/audio/speech, /v1/audio/transcriptions, /v1/audio/translations
+//   GET  /health, /livez, /readyz, /metrics          (no API key needed)
+//   GET  /v1/admin/models, /v1/admin/models/{id}
+//   POST /v1/admin/models/{id}/load, /v1/admin/models/{id}/unload
+//
+// Errors are OpenAI's envelope ({"error": {message, type, param, code}});
+// a 500 says nothing of internals (the log has the details, with the request id).
+//
+// A program using this header compiles <boost/json/src.hpp> in exactly one
+// translation unit (Boost.JSON is not header-only).
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "izwi/server/api_error.hpp"
+#include "izwi/server/http/auth.hpp"
+#include "izwi/server/http/limits.hpp"
+#include "izwi/server/http/listener.hpp"
+#include "izwi/server/http/metrics.hpp"
+#include "izwi/server/http/router.hpp"
+#include "izwi/server/http/session.hpp"
+#include "izwi/server/model_registry.hpp"
+
+namespace izwi::server {
+
+struct ServerConfig {
+  /// Address to listen on; "0.0.0.0" or "::" for every interface.
+  std::string host = "127.0.0.1";
+  /// 0: an ephemeral port (Server::start returns it).
+  unsigned short port = 8000;
+  /// Accepted keys for `Authorization: Bearer KEY`; empty: no authentication.
+  std::vector<std::string> api_keys;
+  /// Asio threads for HTTP.
+  std::size_t io_threads = 2;
+  http::Limits limits;
+  /// On shutdown, in-flight requests get this long to finish before they are aborted.
+  std::chrono::milliseconds shutdown_grace{30'000};
+  /// Admin unload: in-flight requests of the model get this long.
+  std::chrono::milliseconds unload_grace{10'000};
+  /// run() stops gracefully on SIGINT and SIGTERM.
+  bool handle_signals = false;
+  /// One line per request on stderr.
+  bool access_log = true;
+};
+
+/// What a route handler gets. Handlers run on the connection's strand: they
+/// answer at once (respond / throw ApiError) or attach a PendingResponse and
+/// answer later from that strand.
+struct HandlerContext {
+  const std::shared_ptr<http::Session>& session;
+  http::Request& request;
+  /// The route's placeholders (match.param("id")).
+  const http::Router<std::function<void(HandlerContext&)>>::Match& match;
+};
+
+class Server final : private http::SessionHost {
+ public:
+  using Handler = std::function<void(HandlerContext&)>;
+
+  /// The registry must outlive the server.
+  Server(ServerConfig config, ModelRegistry& registry);
+  /// Stops (gracefully, as stop()) and waits.
+  ~Server() override;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds, starts the I/O threads and accepts; returns the bound port.
+  /// Throws boost::system::system_error when the address cannot be bound.
+  unsigned short start();
+  /// Blocks until the server has stopped.
+  void wait();
+  /// start(), then wait(); with handle_signals, SIGINT/SIGTERM call stop().
+  void run();
+  /// Graceful shutdown, returns at once (any thread, idempotent): stop
+  /// accepting, close idle connections, answer new requests 503, let
+  /// in-flight ones finish until shutdown_grace, abort the rest (the models
+  /// are shut down through the registry), close everything.
+  void stop();
+
+  unsigned short port() const noexcept { return port_; }
+  bool stopping() const noexcept { return draining_.load(std::memory_order_acquire); }
+  const http::HttpMetrics& http_metrics() const noexcept { return metrics_; }
+  const ServerConfig& config() const noexcept { return config_; }
+
+  /// Adds a route, or replaces the handler of an existing (method, pattern)
+  /// (the audio endpoints are meant to be replaced so). Call before start().
+  /// `open`: no API key needed.
+  void add_route(std::string method, std::string pattern, Handler handler, bool open = false);
+
+ private:
+  // http::SessionHost
+  const http::Limits& limits() const noexcept override { return config_.limits; }
+  bool draining() const noexcept override { return draining_.load(std::memory_order_acquire); }
+  void handle(const std::shared_ptr<http::Session>& session, http::Request&& request) override;
+  http::Response error_response(const ApiError& error, unsigned version) override;
+  void exchange_started() noexcept override;
+  void exchange_finished(const http::Exchange& exchange) noexcept override;
+  void session_closed(http::Session* session) noexcept override;
+
+  void on_accept(boost::asio::ip::tcp::socket&& socket);
+  void add_default_routes();
+  void shutdown_sequence();
+
+  // Handlers.
+  void chat_completions(HandlerContext& ctx);
+  void completions(HandlerContext& ctx);
+  void list_models(HandlerContext& ctx);
+  void get_model(HandlerContext& ctx);
+  void health(HandlerContext& ctx);
+  void livez(HandlerContext& ctx);
+  void readyz(HandlerContext& ctx);
+  void metrics(HandlerContext& ctx);
+  void admin_list(HandlerContext& ctx);
+  void admin_get(HandlerContext& ctx);
+  void admin_load(HandlerContext& ctx);
+  void admin_unload(HandlerContext& ctx);
+  void audio_unavailable(HandlerContext& ctx, Task task);
+
+  std::shared_ptr<AnyEngine> resolve_model(const std::string& name, Task task) const;
+  std::string loaded_model_names(Task task) const;
+
+  struct RouteEntry {
+    Handler handler;
+    bool open = false;
+  };
+
+  ServerConfig config_;
+  ModelRegistry& registry_;
+  http::ApiKeys keys_;
+  http::HttpMetrics metrics_;
+  http::Router<Handler> router_;
+  std::unordered_map<std::string, bool> open_routes_;  // "METHOD pattern" -> open
+
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<std::int64_t> in_flight_{0};
+  unsigned short port_ = 0;
+
+  std::mutex sessions_mutex_;
+  std::unordered_map<http::Session*, std::weak_ptr<http::Session>> sessions_;
+
+  std::mutex state_mutex_;
+  std::condition_variable stopped_cv_;
+  bool stopped_ = false;
+  std::thread shutdown_thread_;
+
+  // Declared after what sessions touch when they die, so handlers destroyed
+  // with the io_context still find the server's state alive.
+  boost::asio::io_context ioc_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::shared_ptr<http::Listener> listener_;
+  std::vector<std::thread> io_threads_;
+};
+
+}  // namespace izwi::server
+
+#include "izwi/server/impl/server.hpp"
