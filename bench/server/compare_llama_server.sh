@@ -20,7 +20,7 @@
 # build-bench), LLAMA_CPP (the llama.cpp checkout, default
 # <IZWI_BENCH_BUILD>/llama.cpp), MODEL_DIR (default
 # <IZWI_BENCH_BUILD>/qwen3-0.6b-shape-f16), REQUESTS_PER_SLOT (measured
-# requests = this x concurrency, at least 4; default 2), SERVERS ("izwi llama"),
+# requests = this x concurrency, at least 8; default 2), SERVERS ("izwi llama"),
 # COMPLETIONS=1 (use /v1/completions instead of chat).
 #
 # Needs scripts/setup-debian.sh and scripts/install-references.sh first. Takes
@@ -115,16 +115,16 @@ extra=()
 [[ "${COMPLETIONS:-0}" == 1 ]] && extra+=(--completions)
 echo "uptime before: $(uptime)" | tee "$out/load.txt"
 for c in $concurrency; do
-  requests=$(( c * per_slot < 4 ? 4 : c * per_slot ))
+  requests=$(( c * per_slot < ${MIN_REQUESTS:-8} ? ${MIN_REQUESTS:-8} : c * per_slot ))
   for name in $servers; do
     port=$([[ $name == izwi ]] && echo $izwi_port || echo $llama_port)
     start_server "$name"
     echo "== $name, concurrency $c, $requests requests ($(uptime | sed 's/.*load/load/'))"
-    # Warm-up: one request per slot in use (first-touch of weights, KV pages, thread pools).
-    "$loadgen" --url "http://127.0.0.1:$port" --concurrency "$c" --requests "$requests" --warmup "$c" \
+    # Two unmeasured requests first (first touch of weights, KV pages, thread pools).
+    "$loadgen" --url "http://127.0.0.1:$port" --concurrency "$c" --requests "$requests" --warmup 2 \
       --max-tokens "$max_tokens" --prompt-tokens "$prompt_tokens" --seed 1 --max-seconds 1500 "${extra[@]}" \
       --json >"$out/$name-c$c.json" || echo "(loadgen exit status $?)"
-    "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(f"   {r[\"completed\"]} ok, {r[\"errors\"]} errors, {r[\"output_tokens_per_s\"]:.2f} tokens/s, TTFT p99 {r[\"ttft_ms\"][\"p99\"]} ms")' \
+    "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); print("   %d ok, %d errors, %.2f tokens/s, TTFT p99 %s ms" % (r["completed"], r["errors"], r["output_tokens_per_s"], r["ttft_ms"]["p99"]))' \
       "$out/$name-c$c.json" || true
     echo "$name c=$c: $(uptime)" >>"$out/load.txt"
     stop_server
