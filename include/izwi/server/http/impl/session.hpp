@@ -114,6 +114,11 @@ inline void Session::on_header(beast::error_code ec) {
     reading_request_ = false;
     if (ec == beast::http::error::header_limit)
       return fail_request(ApiError(431, "invalid_request_error", "Request headers are too large."));
+    // The parser checks Content-Length against the body limit with the headers.
+    if (ec == beast::http::error::body_limit)
+      return fail_request(ApiError(413, "invalid_request_error",
+                                   "Request body is over the limit of " +
+                                       std::to_string(host_.limits().max_body_bytes) + " bytes."));
     if (ec == beast::http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted)
       return close();

@@ -1,0 +1,115 @@
+#pragma once
+// A served model for the HTTP tests: the engine tests' toy model
+// (test/engine/toy_model.hpp) behind AnyEngine, with a text "tokenizer" of
+// one token per byte and an optional delay per engine step, so a test can
+// hold a stream open long enough to hang up in the middle of it.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/engine_fixture.hpp"
+#include "izwi/server/any_engine.hpp"
+
+namespace izwi::testing {
+
+/// ToyExecutor, sleeping `delay` before each step.
+class SlowToyExecutor : public ToyExecutor {
+ public:
+  SlowToyExecutor(ToyModelConfig config, std::chrono::microseconds delay)
+      : ToyExecutor(std::move(config)), delay_(delay) {}
+
+  template <KVCachePolicy K>
+  void execute(const StepPlan& plan, K& kv, StepResult& result) {
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    ToyExecutor::execute(plan, kv, result);
+  }
+
+ private:
+  std::chrono::microseconds delay_;
+};
+
+struct FakeEngineOptions {
+  std::string id = "toy";
+  std::chrono::microseconds step_delay{0};
+  std::size_t num_blocks = 4096;  // block size 4: 16384 tokens
+  std::size_t max_model_len = 0;
+  std::size_t max_waiting_requests = 0;
+  std::size_t max_num_seqs = 128;
+  std::vector<Task> tasks{Task::chat};
+};
+
+class FakeEngine final : public server::AnyEngine {
+ public:
+  using EngineType = Engine<FcfsScheduler, ToyKV, SlowToyExecutor>;
+
+  explicit FakeEngine(FakeEngineOptions options = {}) {
+    ToyModelConfig model;
+    model.max_model_len = options.max_model_len;
+    SlowToyExecutor executor(model, options.step_delay);
+    ToyKV kv(executor.kv_cache_shape(), {.num_blocks = options.num_blocks});
+    SchedulerConfig scheduler;
+    scheduler.max_num_seqs = options.max_num_seqs;
+    EngineConfig config;
+    config.model_name = options.id;
+    config.max_waiting_requests = options.max_waiting_requests;
+    engine_ = std::make_unique<EngineType>(FcfsScheduler(scheduler), std::move(kv), std::move(executor), config);
+    info_.id = options.id;
+    info_.tasks = options.tasks;
+    info_.created = 1700000000;
+    info_.max_model_len = options.max_model_len;
+    info_.description = "toy model";
+    engine_->run();
+  }
+  ~FakeEngine() override { shutdown(std::chrono::steady_clock::now()); }
+
+  const server::ModelInfo& info() const noexcept override { return info_; }
+  std::vector<TokenId> encode(std::string_view text) const override {
+    std::vector<TokenId> out;
+    for (unsigned char c : text) out.push_back(static_cast<TokenId>(c));
+    return out;
+  }
+  std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
+                          const tokenizer::ChatTemplateOptions& options) const override {
+    if (messages.empty()) throw invalid_argument("messages", "messages must not be empty");
+    std::string out;
+    for (const auto& m : messages) out += m.role + ": " + m.content + "\n";
+    if (options.add_generation_prompt) out += "assistant: ";
+    return out;
+  }
+  std::string token_bytes(TokenId id) const override { return std::string(1, static_cast<char>('a' + id % 26)); }
+  std::size_t vocab_size() const noexcept override { return 1000; }
+  ResponseStream submit(Request request) override {
+    if (draining_) throw unavailable("model '" + info_.id + "' is shutting down");
+    return engine_->generate_streaming(std::move(request));
+  }
+  std::string metrics_text() const override { return engine_->metrics_text(); }
+  server::EngineStatus status() const override {
+    const EngineMetrics m = engine_->metrics();
+    return {m.num_requests_running, m.num_requests_waiting, m.num_kv_blocks, m.num_kv_blocks_used, draining_.load()};
+  }
+  void shutdown(std::chrono::steady_clock::time_point deadline) override {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    draining_ = true;
+    while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (engine_->abort_all() > 0) {
+      const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < grace)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    engine_->stop();
+    shut_down_ = true;
+  }
+
+ private:
+  std::unique_ptr<EngineType> engine_;
+  server::ModelInfo info_;
+  std::atomic<bool> draining_{false};
+  std::mutex mutex_;
+  bool shut_down_ = false;
+};
+
+}  // namespace izwi::testing

@@ -1,0 +1,777 @@
+// izwi-server's HTTP layer on 127.0.0.1: a Server on an ephemeral port over
+// the toy engine (http_fake_engine.hpp), driven by a Beast client and by raw
+// sockets for what a well-behaved client would never send.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+
+#include "izwi/server/server.hpp"
+#include "server/http_fake_engine.hpp"
+
+using namespace std::chrono_literals;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace json = boost::json;
+using izwi::server::ModelRegistry;
+using izwi::server::Server;
+using izwi::server::ServerConfig;
+using izwi::testing::FakeEngine;
+using izwi::testing::FakeEngineOptions;
+
+namespace {
+
+ServerConfig test_config() {
+  ServerConfig c;
+  c.host = "127.0.0.1";
+  c.port = 0;
+  c.io_threads = 2;
+  c.access_log = false;
+  c.limits.header_timeout = 300ms;
+  c.limits.body_timeout = 500ms;
+  c.limits.idle_timeout = 3s;
+  c.limits.write_timeout = 5s;
+  c.shutdown_grace = 2s;
+  return c;
+}
+
+/// A registry serving one FakeEngine as "toy", and a server over it.
+struct Harness {
+  explicit Harness(ServerConfig config = test_config(), FakeEngineOptions options = {})
+      : registry([options](const std::string& id, const std::filesystem::path&) {
+          FakeEngineOptions o = options;
+          o.id = id;
+          return std::make_unique<FakeEngine>(o);
+        }),
+        server(std::move(config), registry) {
+    registry.load_path("toy", std::string("toy"));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!registry.ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    port = server.start();
+  }
+  izwi::server::EngineStatus engine_status() { return registry.find("toy")->status(); }
+  /// Polls until the engine runs nothing and holds no KV block.
+  bool wait_idle(std::chrono::milliseconds timeout = 5s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto s = engine_status();
+      if (s.num_running == 0 && s.num_pending == 0 && s.num_kv_blocks_used == 0) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+
+  ModelRegistry registry;
+  Server server;
+  unsigned short port = 0;
+};
+
+/// A plain blocking socket with a receive timeout, for raw bytes.
+class RawSocket {
+ public:
+  explicit RawSocket(unsigned short port, std::chrono::milliseconds recv_timeout = 5s) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{};
+    tv.tv_sec = static_cast<long>(recv_timeout.count() / 1000);
+    tv.tv_usec = static_cast<long>((recv_timeout.count() % 1000) * 1000);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawSocket() { close(); }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  bool connected() const { return connected_; }
+  bool send(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  /// Reads one piece; 0: the peer closed; -1: timeout or error.
+  long read_some(std::string& out) {
+    char buf[16384];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n > 0) out.append(buf, static_cast<std::size_t>(n));
+    return n;
+  }
+  /// Reads until the server closes the connection (true) or a read times out (false).
+  bool read_until_close(std::string& out) {
+    for (;;) {
+      const long n = read_some(out);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+    }
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+struct HttpResult {
+  unsigned status = 0;
+  std::string body;
+  bhttp::response<bhttp::string_body> response;
+  json::value json() const { return json::parse(body); }
+  std::string header(std::string_view name) const { return std::string(response[name]); }
+};
+
+/// One request on a fresh connection (Beast client).
+HttpResult http_request(unsigned short port, bhttp::verb method, std::string target, std::string body = {},
+                        std::vector<std::pair<std::string, std::string>> headers = {}) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket socket(ioc);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  timeval tv{10, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  bhttp::request<bhttp::string_body> req{method, target, 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  for (auto& [k, v] : headers) req.set(k, v);
+  if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  bhttp::write(socket, req);
+  beast::flat_buffer buffer;
+  HttpResult r;
+  bhttp::read(socket, buffer, r.response);
+  r.status = r.response.result_int();
+  r.body = r.response.body();
+  beast::error_code ec;
+  socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+  return r;
+}
+
+HttpResult get(unsigned short port, std::string target, std::vector<std::pair<std::string, std::string>> headers = {}) {
+  return http_request(port, bhttp::verb::get, std::move(target), {}, std::move(headers));
+}
+HttpResult post(unsigned short port, std::string target, std::string body,
+                std::vector<std::pair<std::string, std::string>> headers = {}) {
+  return http_request(port, bhttp::verb::post, std::move(target), std::move(body), std::move(headers));
+}
+
+/// The error object of an OpenAI error envelope (fails the test if it is not one).
+json::object error_of(const HttpResult& r) {
+  INFO(r.body);
+  REQUIRE(r.header("Content-Type") == "application/json");
+  const json::value v = json::parse(r.body);
+  REQUIRE(v.is_object());
+  REQUIRE(v.as_object().contains("error"));
+  const json::object e = v.at("error").as_object();
+  CHECK(e.at("message").is_string());
+  CHECK(!e.at("message").as_string().empty());
+  CHECK(e.at("type").is_string());
+  CHECK(e.contains("param"));
+  CHECK(e.contains("code"));
+  return e;
+}
+
+/// The data fields of an SSE body; checks the framing.
+std::vector<std::string> sse_events(const std::string& text) {
+  std::vector<std::string> events;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find("\n\n", pos);
+    REQUIRE(end != std::string::npos);
+    const std::string block = text.substr(pos, end - pos);
+    REQUIRE(block.rfind("data: ", 0) == 0);
+    events.push_back(block.substr(6));
+    pos = end + 2;
+  }
+  return events;
+}
+
+std::string chat_body(bool stream, int max_tokens, std::string extra = {}) {
+  return R"({"model": "toy", "messages": [{"role": "user", "content": "hello there"}], "max_tokens": )" +
+         std::to_string(max_tokens) + (stream ? R"(, "stream": true)" : "") + extra + "}";
+}
+
+std::string raw_post(std::string_view target, std::string_view body, std::string_view extra_headers = {}) {
+  return "POST " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         std::string(extra_headers) + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         std::string(body);
+}
+
+/// Dechunks a chunked HTTP/1.1 body (the whole response text after the headers).
+std::string dechunk(std::string_view body) {
+  std::string out;
+  for (;;) {
+    const std::size_t eol = body.find("\r\n");
+    if (eol == std::string_view::npos) break;
+    const std::size_t size = std::strtoul(std::string(body.substr(0, eol)).c_str(), nullptr, 16);
+    if (size == 0) break;
+    out.append(body.substr(eol + 2, size));
+    body.remove_prefix(eol + 2 + size + 2);
+  }
+  return out;
+}
+
+/// Polls `condition` for up to two seconds: the server counts a request once
+/// its response is written, which may be just after the client has read it.
+template <class F>
+bool eventually(F condition) {
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+// --- pieces without a server --------------------------------------------------------
+
+TEST_CASE("http: constant-time key comparison and bearer parsing", "[server][http]") {
+  using namespace izwi::server::http;
+  CHECK(constant_time_equal("sk-abc", "sk-abc"));
+  CHECK_FALSE(constant_time_equal("sk-abc", "sk-abd"));
+  CHECK_FALSE(constant_time_equal("sk-abc", "sk-ab"));
+  CHECK_FALSE(constant_time_equal("", "x"));
+  CHECK(bearer_token("Bearer sk-1") == "sk-1");
+  CHECK(bearer_token("bearer   sk-1 ") == "sk-1");
+  CHECK(bearer_token("Basic sk-1").empty());
+  CHECK(bearer_token("Bearer").empty());
+  CHECK(bearer_token("Bearersk-1").empty());
+  ApiKeys keys({"k1", "k2"});
+  CHECK(keys.allows("Bearer k1"));
+  CHECK(keys.allows("Bearer k2"));
+  CHECK_FALSE(keys.allows("Bearer k3"));
+  CHECK_FALSE(keys.allows("Bearer "));
+  CHECK_FALSE(keys.allows(""));
+  CHECK(ApiKeys{}.allows(""));
+}
+
+TEST_CASE("http: request ids are honoured when safe, else generated", "[server][http]") {
+  using namespace izwi::server::http;
+  CHECK(request_id_for("abc-123") == "abc-123");
+  const std::string fresh = request_id_for("has space");
+  CHECK(fresh.size() == 32);
+  CHECK(request_id_for(std::string(200, 'a')).size() == 32);
+  CHECK(request_id_for("bad\r\nheader").size() == 32);
+  CHECK(make_request_id() != make_request_id());
+}
+
+TEST_CASE("http: router matches patterns, reports 405 with the allowed methods", "[server][http]") {
+  izwi::server::http::Router<int> router;
+  router.add("GET", "/v1/models", 1);
+  router.add("GET", "/v1/models/{id}", 2);
+  router.add("POST", "/v1/admin/models/{id}/load", 3);
+  router.add("POST", "/v1/models", 4);
+  using Kind = izwi::server::http::Router<int>::Result::Kind;
+  auto r = router.route("GET", "/v1/models/Qwen%2Fx?x=1");
+  REQUIRE(r.kind == Kind::found);
+  CHECK(*r.match.handler == 2);
+  CHECK(r.match.param("id") == "Qwen/x");
+  CHECK(r.match.pattern == "/v1/models/{id}");
+  r = router.route("DELETE", "/v1/models");
+  CHECK(r.kind == Kind::method_not_allowed);
+  CHECK(r.allow == "GET, POST");
+  CHECK(router.route("GET", "/v1/models/a/b").kind == Kind::not_found);
+  CHECK(router.route("GET", "/v1/models/%zz").kind == Kind::not_found);
+  CHECK(*router.route("POST", "/v1/admin/models/m1/load").match.handler == 3);
+  router.add("GET", "/v1/models", 5);  // replaces
+  CHECK(*router.route("GET", "/v1/models").match.handler == 5);
+}
+
+TEST_CASE("http: HTTP metrics are valid Prometheus text", "[server][http]") {
+  izwi::server::http::HttpMetrics m;
+  m.observe("GET", "/v1/models", 200, 0.002);
+  m.observe("POST", "/v1/chat/completions", 200, 1.5);
+  m.observe("POST", "/v1/chat/completions", 400, 0.001);
+  CHECK(m.count("/v1/chat/completions", 200) == 1);
+  const std::string text = m.prometheus_text();
+  CHECK(text.find("izwi_http_requests_total{method=\"POST\",route=\"/v1/chat/completions\",status=\"400\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("izwi_http_request_duration_seconds_bucket{method=\"POST\",route=\"/v1/chat/completions\",le=\"+Inf\"} 2") !=
+        std::string::npos);
+  // promtool (Debian's prometheus package) when installed.
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    char path[] = "/tmp/izwi-http-metrics-XXXXXX";
+    const int fd = ::mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    const int rc = std::system(("promtool check metrics < " + std::string(path) + " >/dev/null 2>&1").c_str());
+    std::remove(path);
+    CHECK(rc == 0);
+  }
+}
+
+// --- a server on 127.0.0.1 --------------------------------------------------------
+
+TEST_CASE("http: models, health and routing errors", "[server][http]") {
+  Harness h;
+  auto r = get(h.port, "/v1/models");
+  REQUIRE(r.status == 200);
+  CHECK(r.json().at("object") == "list");
+  CHECK(r.json().at("data").as_array().at(0).at("id") == "toy");
+  r = get(h.port, "/v1/models/toy");
+  CHECK(r.status == 200);
+  CHECK(r.json().at("object") == "model");
+  r = get(h.port, "/v1/models/nope");
+  CHECK(r.status == 404);
+  CHECK(error_of(r).at("code") == "model_not_found");
+  r = get(h.port, "/v1/nothing");
+  CHECK(r.status == 404);
+  error_of(r);
+  r = http_request(h.port, bhttp::verb::delete_, "/v1/models");
+  CHECK(r.status == 405);
+  CHECK(r.header("Allow") == "GET");
+  error_of(r);
+  r = post(h.port, "/health", "{}");
+  CHECK(r.status == 405);
+  CHECK(get(h.port, "/health").status == 200);
+  CHECK(get(h.port, "/livez").status == 200);
+  CHECK(get(h.port, "/readyz").status == 200);
+}
+
+TEST_CASE("http: X-Request-Id is echoed or generated", "[server][http]") {
+  Harness h;
+  auto r = get(h.port, "/v1/models", {{"X-Request-Id", "my-id-7"}});
+  CHECK(r.header("X-Request-Id") == "my-id-7");
+  r = get(h.port, "/v1/models");
+  CHECK(r.header("X-Request-Id").size() == 32);
+  r = get(h.port, "/v1/nothing", {{"X-Request-Id", "err-id"}});
+  CHECK(r.header("X-Request-Id") == "err-id");
+}
+
+TEST_CASE("http: API keys guard /v1, health stays open", "[server][http]") {
+  ServerConfig config = test_config();
+  config.api_keys = {"sk-test-1"};
+  Harness h(config);
+  auto r = get(h.port, "/v1/models");
+  CHECK(r.status == 401);
+  CHECK(error_of(r).at("type") == "authentication_error");
+  CHECK(r.header("WWW-Authenticate") == "Bearer");
+  CHECK(get(h.port, "/v1/models", {{"Authorization", "Bearer sk-test-2"}}).status == 401);
+  CHECK(get(h.port, "/v1/models", {{"Authorization", "sk-test-1"}}).status == 401);
+  CHECK(get(h.port, "/v1/models", {{"Authorization", "Bearer sk-test-1"}}).status == 200);
+  CHECK(post(h.port, "/v1/chat/completions", chat_body(false, 2)).status == 401);
+  CHECK(get(h.port, "/v1/admin/models").status == 401);
+  CHECK(get(h.port, "/health").status == 200);
+  CHECK(get(h.port, "/livez").status == 200);
+  CHECK(get(h.port, "/metrics").status == 200);
+}
+
+TEST_CASE("http: malformed bodies and requests answer 400 in OpenAI's envelope", "[server][http]") {
+  Harness h;
+  for (const std::string body : {"{\"model\": ", "not json", "", "[1]", "null"}) {
+    const auto r = post(h.port, "/v1/chat/completions", body);
+    INFO(body);
+    CHECK(r.status == 400);
+    CHECK(error_of(r).at("type") == "invalid_request_error");
+  }
+  auto r = post(h.port, "/v1/chat/completions", R"({"model": "toy", "messages": "hi"})");
+  CHECK(r.status == 400);
+  CHECK(error_of(r).at("param") == "messages");
+  r = post(h.port, "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})");
+  CHECK(r.status == 400);
+  CHECK(error_of(r).at("param") == "model");
+  r = post(h.port, "/v1/chat/completions", R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})");
+  CHECK(r.status == 404);
+  CHECK(error_of(r).at("code") == "model_not_found");
+  r = post(h.port, "/v1/completions", R"({"model": "toy", "prompt": [1, 2, 5000]})");
+  CHECK(r.status == 400);
+  CHECK(error_of(r).at("param") == "prompt");
+  // Not HTTP at all: 400, then the connection closes.
+  RawSocket s(h.port);
+  REQUIRE(s.send("BLAH\r\n\r\n"));
+  std::string out;
+  CHECK(s.read_until_close(out));
+  CHECK(out.rfind("HTTP/1.1 400", 0) == 0);
+}
+
+TEST_CASE("http: a prompt beyond the context answers 400 naming the lengths", "[server][http]") {
+  FakeEngineOptions options;
+  options.max_model_len = 32;
+  Harness h(test_config(), options);
+  const std::string long_text(100, 'x');
+  auto r = post(h.port, "/v1/completions", R"({"model": "toy", "prompt": ")" + long_text + R"(", "max_tokens": 4})");
+  CHECK(r.status == 400);
+  const auto e = error_of(r);
+  CHECK(std::string(e.at("message").as_string()).find("32") != std::string::npos);
+  CHECK(std::string(e.at("message").as_string()).find("100") != std::string::npos);
+  r = post(h.port, "/v1/completions", R"({"model": "toy", "prompt": "abcd", "max_tokens": 40})");
+  CHECK(r.status == 400);
+  CHECK(error_of(r).at("param") == "max_tokens");
+  CHECK(post(h.port, "/v1/completions", R"({"model": "toy", "prompt": "abcd", "max_tokens": 4})").status == 200);
+}
+
+TEST_CASE("http: bodies over the limit answer 413", "[server][http]") {
+  ServerConfig config = test_config();
+  config.limits.max_body_bytes = 1024;
+  Harness h(config);
+  {
+    // Content-Length over the limit: refused before the body is sent.
+    RawSocket s(h.port);
+    REQUIRE(s.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"));
+    std::string out;
+    CHECK(s.read_until_close(out));
+    CHECK(out.rfind("HTTP/1.1 413", 0) == 0);
+  }
+  {
+    // Chunked, growing past the limit.
+    RawSocket s(h.port);
+    std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 4; ++i) req += "200\r\n" + std::string(512, ' ') + "\r\n";
+    REQUIRE(s.send(req));
+    std::string out;
+    s.read_until_close(out);
+    CHECK(out.rfind("HTTP/1.1 413", 0) == 0);
+  }
+  CHECK(post(h.port, "/v1/chat/completions", chat_body(false, 2)).status == 200);
+  CHECK(eventually([&] { return h.server.http_metrics().count("unmatched", 413) == 2; }));
+}
+
+TEST_CASE("http: chat completion, not streamed", "[server][http]") {
+  Harness h;
+  const auto r = post(h.port, "/v1/chat/completions", chat_body(false, 5, R"(, "temperature": 0)"));
+  REQUIRE(r.status == 200);
+  const auto v = r.json();
+  CHECK(v.at("object") == "chat.completion");
+  CHECK(v.at("model") == "toy");
+  const json::value& choice = v.at("choices").as_array().at(0);
+  CHECK(choice.at("message").at("role") == "assistant");
+  CHECK(choice.at("message").at("content").as_string().size() == 5);
+  CHECK(choice.at("finish_reason") == "length");
+  CHECK(v.at("usage").at("completion_tokens") == 5);
+  CHECK(v.at("usage").at("prompt_tokens").as_int64() > 0);
+  CHECK(h.wait_idle());
+}
+
+TEST_CASE("http: chat completion, streamed as SSE", "[server][http]") {
+  Harness h;
+  const auto r = post(h.port, "/v1/chat/completions",
+                      chat_body(true, 6, R"(, "stream_options": {"include_usage": true})"));
+  REQUIRE(r.status == 200);
+  CHECK(r.header("Content-Type") == "text/event-stream");
+  const auto events = sse_events(r.body);
+  REQUIRE(events.size() >= 4);
+  CHECK(events.back() == "[DONE]");
+  std::string text;
+  int finishes = 0;
+  std::string id;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    const auto c = json::parse(events[i]);
+    CHECK(c.at("object") == "chat.completion.chunk");
+    if (id.empty()) id = c.at("id").as_string().c_str();
+    CHECK(c.at("id") == id.c_str());
+    for (const auto& ch : c.at("choices").as_array()) {
+      if (const auto* content = ch.at("delta").as_object().if_contains("content"); content && content->is_string())
+        text += content->as_string().c_str();
+      if (!ch.at("finish_reason").is_null()) ++finishes;
+    }
+  }
+  CHECK(json::parse(events[0]).at("choices").at(0).at("delta").at("role") == "assistant");
+  CHECK(finishes == 1);
+  CHECK(text.size() == 6);
+  CHECK(json::parse(events[events.size() - 2]).at("usage").at("completion_tokens") == 6);
+}
+
+TEST_CASE("http: completions, token-id prompt, streamed and not", "[server][http]") {
+  Harness h;
+  auto r = post(h.port, "/v1/completions", R"({"model": "toy", "prompt": [5, 6, 7], "max_tokens": 4, "temperature": 0})");
+  REQUIRE(r.status == 200);
+  CHECK(r.json().at("object") == "text_completion");
+  const std::string once = r.json().at("choices").at(0).at("text").as_string().c_str();
+  CHECK(once.size() == 4);
+  r = post(h.port, "/v1/completions",
+           R"({"model": "toy", "prompt": [5, 6, 7], "max_tokens": 4, "temperature": 0, "stream": true})");
+  REQUIRE(r.status == 200);
+  const auto events = sse_events(r.body);
+  CHECK(events.back() == "[DONE]");
+  std::string streamed;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    const json::value chunk = json::parse(events[i]);
+    for (const auto& ch : chunk.at("choices").as_array()) streamed += ch.at("text").as_string().c_str();
+  }
+  CHECK(streamed == once);  // greedy: the same tokens either way
+}
+
+TEST_CASE("http: keep-alive serves several requests on one connection", "[server][http]") {
+  Harness h;
+  RawSocket s(h.port);
+  const std::string one = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(s.send(one + one));  // pipelined
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::size_t answers = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (s.read_some(out) <= 0) break;
+    answers = 0;
+    for (std::size_t p = out.find("HTTP/1.1 200"); p != std::string::npos; p = out.find("HTTP/1.1 200", p + 1)) ++answers;
+    if (answers == 2 && out.size() > 0 && out.ends_with("}")) break;
+  }
+  CHECK(answers == 2);
+  REQUIRE(s.send(raw_post("/v1/chat/completions", chat_body(false, 2))));
+  std::string third;
+  while (third.find("chat.completion") == std::string::npos && s.read_some(third) > 0) {
+  }
+  CHECK(third.rfind("HTTP/1.1 200", 0) == 0);
+}
+
+TEST_CASE("http: a client sending half a header is dropped after the header timeout", "[server][http][threads]") {
+  Harness h;
+  std::vector<std::unique_ptr<RawSocket>> slow;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i) {
+    slow.push_back(std::make_unique<RawSocket>(h.port, 5s));
+    REQUIRE(slow.back()->send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"));
+  }
+  // Others are served meanwhile.
+  CHECK(get(h.port, "/health").status == 200);
+  for (auto& s : slow) {
+    std::string out;
+    CHECK(s->read_until_close(out));  // closed by the server, not a read timeout
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed < 3s);  // header timeout 300 ms
+  // A body that stops half way is dropped after the body timeout.
+  RawSocket half(h.port, 5s);
+  REQUIRE(half.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"model\""));
+  std::string out;
+  CHECK(half.read_until_close(out));
+}
+
+TEST_CASE("http: idle keep-alive connections are closed", "[server][http]") {
+  ServerConfig config = test_config();
+  config.limits.idle_timeout = 200ms;
+  Harness h(config);
+  RawSocket s(h.port, 5s);
+  const auto start = std::chrono::steady_clock::now();
+  std::string out;
+  CHECK(s.read_until_close(out));
+  CHECK(out.empty());
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+}
+
+TEST_CASE("http: connections beyond the limit get 503", "[server][http][threads]") {
+  ServerConfig config = test_config();
+  config.limits.max_connections = 2;
+  Harness h(config);
+  RawSocket a(h.port), b(h.port);
+  // Make sure both are accepted and counted before the third arrives.
+  REQUIRE(a.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"));
+  REQUIRE(b.send("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string out_a, out_b;
+  a.read_some(out_a);
+  b.read_some(out_b);
+  RawSocket c(h.port);
+  std::string out;
+  c.read_until_close(out);
+  CHECK(out.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(out.find("Retry-After") != std::string::npos);
+  a.close();
+  b.close();
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (h.server.http_metrics().connections_open() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  CHECK(get(h.port, "/livez").status == 200);
+}
+
+TEST_CASE("http: a client that disconnects mid-stream frees its KV blocks", "[server][http][threads]") {
+  FakeEngineOptions options;
+  options.step_delay = 2ms;
+  Harness h(test_config(), options);
+  for (int round = 0; round < 3; ++round) {
+    RawSocket s(h.port);
+    REQUIRE(s.send(raw_post("/v1/chat/completions", chat_body(true, 5000))));
+    std::string out;
+    std::size_t events = 0;
+    while (events < 4 && s.read_some(out) > 0) {
+      events = 0;
+      for (std::size_t p = out.find("\n\n"); p != std::string::npos; p = out.find("\n\n", p + 2)) ++events;
+    }
+    CHECK(events >= 4);
+    CHECK(h.engine_status().num_running == 1);
+    s.close();
+    CHECK(h.wait_idle());
+  }
+  // Gone before the first token (the request may still be queued).
+  {
+    RawSocket s(h.port);
+    REQUIRE(s.send(raw_post("/v1/chat/completions", chat_body(false, 5000))));
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(h.wait_idle());
+  CHECK(eventually([&] { return h.server.http_metrics().count("/v1/chat/completions", 499) >= 1; }));
+  CHECK(post(h.port, "/v1/chat/completions", chat_body(false, 2)).status == 200);
+}
+
+TEST_CASE("http: a full queue answers 429 with Retry-After", "[server][http][threads]") {
+  FakeEngineOptions options;
+  options.step_delay = 5ms;
+  options.max_waiting_requests = 1;
+  options.max_num_seqs = 1;
+  Harness h(test_config(), options);
+  std::vector<std::future<HttpResult>> results;
+  for (int i = 0; i < 6; ++i)
+    results.push_back(std::async(std::launch::async, [&] { return post(h.port, "/v1/chat/completions", chat_body(false, 30)); }));
+  int ok = 0, limited = 0;
+  for (auto& f : results) {
+    const HttpResult r = f.get();
+    if (r.status == 200) ++ok;
+    if (r.status == 429) {
+      ++limited;
+      CHECK(r.header("Retry-After") == "1");
+      CHECK(error_of(r).at("type") == "rate_limit_error");
+    }
+  }
+  CHECK(ok >= 1);
+  CHECK(limited >= 1);
+  CHECK(ok + limited == 6);
+}
+
+TEST_CASE("http: graceful shutdown finishes accepted requests, then refuses", "[server][http][threads]") {
+  FakeEngineOptions options;
+  options.step_delay = 5ms;
+  Harness h(test_config(), options);
+  // Two accepted requests of ~40 steps each (~200 ms), one streamed.
+  auto plain = std::async(std::launch::async, [&] { return post(h.port, "/v1/chat/completions", chat_body(false, 40)); });
+  auto streamed = std::async(std::launch::async, [&] { return post(h.port, "/v1/chat/completions", chat_body(true, 40)); });
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (h.engine_status().num_running < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  REQUIRE(h.engine_status().num_running == 2);
+  h.server.stop();
+  const HttpResult a = plain.get();
+  CHECK(a.status == 200);
+  CHECK(a.json().at("choices").at(0).at("finish_reason") == "length");
+  CHECK(a.json().at("usage").at("completion_tokens") == 40);
+  const HttpResult b = streamed.get();
+  CHECK(b.status == 200);
+  CHECK(sse_events(b.body).back() == "[DONE]");
+  h.server.wait();
+  // Nothing listens any more.
+  RawSocket late(h.port, 1s);
+  CHECK_FALSE(late.connected());
+}
+
+TEST_CASE("http: at the shutdown deadline, running streams are aborted and end well formed", "[server][http][threads]") {
+  ServerConfig config = test_config();
+  config.shutdown_grace = 200ms;
+  FakeEngineOptions options;
+  options.step_delay = 2ms;
+  Harness h(config, options);
+  RawSocket s(h.port, 10s);
+  REQUIRE(s.send(raw_post("/v1/chat/completions", chat_body(true, 100000))));
+  std::string out;
+  REQUIRE(s.read_some(out) > 0);
+  const auto start = std::chrono::steady_clock::now();
+  h.server.stop();
+  CHECK(s.read_until_close(out));
+  h.server.wait();
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  const std::size_t body_start = out.find("\r\n\r\n");
+  REQUIRE(body_start != std::string::npos);
+  const auto events = sse_events(dechunk(std::string_view(out).substr(body_start + 4)));
+  REQUIRE(events.size() >= 2);
+  CHECK(events.back() == "[DONE]");
+  CHECK(json::parse(events[events.size() - 2]).at("choices").at(0).at("finish_reason") == "abort");
+}
+
+TEST_CASE("http: /health answers 503 while a model loads", "[server][http][threads]") {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ModelRegistry registry([released](const std::string& id, const std::filesystem::path&) {
+    released.wait();
+    FakeEngineOptions o;
+    o.id = id;
+    return std::make_unique<FakeEngine>(o);
+  });
+  Server server(test_config(), registry);
+  const unsigned short port = server.start();
+  registry.load_path("slow", std::string("slow"));
+  auto r = get(port, "/health");
+  CHECK(r.status == 503);
+  error_of(r);
+  CHECK(get(port, "/readyz").status == 503);
+  CHECK(get(port, "/livez").status == 200);
+  release.set_value();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!registry.ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  CHECK(get(port, "/health").status == 200);
+  server.stop();
+  server.wait();
+}
+
+TEST_CASE("http: /metrics has the engine's and the HTTP layer's metrics", "[server][http]") {
+  Harness h;
+  CHECK(post(h.port, "/v1/chat/completions", chat_body(false, 3)).status == 200);
+  get(h.port, "/v1/nothing");
+  REQUIRE(eventually([&] { return h.server.http_metrics().count("unmatched", 404) == 1; }));
+  const auto r = get(h.port, "/metrics");
+  REQUIRE(r.status == 200);
+  CHECK(r.header("Content-Type").rfind("text/plain; version=0.0.4", 0) == 0);
+  CHECK(r.body.find("izwi:num_requests_running{model_name=\"toy\"}") != std::string::npos);
+  CHECK(r.body.find(R"(izwi_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1)") !=
+        std::string::npos);
+  CHECK(r.body.find(R"(izwi_http_requests_total{method="GET",route="unmatched",status="404"} 1)") != std::string::npos);
+  CHECK(r.body.find("izwi_http_request_duration_seconds_bucket") != std::string::npos);
+}
+
+TEST_CASE("http: admin views, unload, and loads outside a models directory", "[server][http]") {
+  Harness h;
+  auto r = get(h.port, "/v1/admin/models");
+  REQUIRE(r.status == 200);
+  const json::value listing = r.json();
+  const auto& entry = listing.at("data").at(0);
+  CHECK(entry.at("id") == "toy");
+  CHECK(entry.at("state") == "loaded");
+  CHECK(entry.at("status").at("num_kv_blocks_used") == 0);
+  CHECK(get(h.port, "/v1/admin/models/toy").status == 200);
+  CHECK(get(h.port, "/v1/admin/models/none").status == 404);
+  r = post(h.port, "/v1/admin/models/other/load", "");
+  CHECK(r.status == 404);  // no --models-dir
+  error_of(r);
+  r = post(h.port, "/v1/admin/models/toy/unload", "");
+  CHECK(r.status == 200);
+  CHECK(get(h.port, "/v1/models").json().at("data").as_array().empty());
+  r = post(h.port, "/v1/chat/completions", chat_body(false, 2));
+  CHECK(r.status == 404);
+  CHECK(error_of(r).at("code") == "model_not_found");
+}
+
+TEST_CASE("http: audio endpoints answer a clear error while no audio model is loaded", "[server][http]") {
+  Harness h;
+  auto r = post(h.port, "/v1/audio/speech", R"({"model": "toy", "input": "hi", "voice": "x"})");
+  CHECK(r.status == 400);
+  CHECK(std::string(error_of(r).at("message").as_string()).find("speech") != std::string::npos);
+  r = post(h.port, "/v1/audio/speech", R"({"model": "tts-1", "input": "hi", "voice": "x"})");
+  CHECK(r.status == 404);
+  CHECK(error_of(r).at("code") == "model_not_found");
+  r = post(h.port, "/v1/audio/transcriptions", "x");
+  CHECK(r.status == 400);
+  CHECK(std::string(error_of(r).at("message").as_string()).find("transcription") != std::string::npos);
+  r = post(h.port, "/v1/audio/translations", "x");
+  CHECK(r.status == 400);
+}
