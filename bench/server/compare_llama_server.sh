@@ -110,7 +110,7 @@ start_server() {  # name
   exit 1
 }
 
-for name in $servers; do rm -f "$out/$name"-c*.json "$out/$name-server.log"; done
+for name in $servers; do rm -f "$out/$name"-c*.json "$out/$name"-c*.cpu "$out/$name-server.log"; done
 extra=()
 [[ "${COMPLETIONS:-0}" == 1 ]] && extra+=(--completions)
 echo "uptime before: $(uptime)" | tee "$out/load.txt"
@@ -120,12 +120,15 @@ for c in $concurrency; do
     port=$([[ $name == izwi ]] && echo $izwi_port || echo $llama_port)
     start_server "$name"
     echo "== $name, concurrency $c, $requests requests ($(uptime | sed 's/.*load/load/'))"
+    cpu_before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     # Two unmeasured requests first (first touch of weights, KV pages, thread pools).
     "$loadgen" --url "http://127.0.0.1:$port" --concurrency "$c" --requests "$requests" --warmup 2 \
       --max-tokens "$max_tokens" --prompt-tokens "$prompt_tokens" --seed 1 --max-seconds 1500 "${extra[@]}" \
       --json >"$out/$name-c$c.json" || echo "(loadgen exit status $?)"
     "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); print("   %d ok, %d errors, %.2f tokens/s, TTFT p99 %s ms" % (r["completed"], r["errors"], r["output_tokens_per_s"], r["ttft_ms"]["p99"]))' \
       "$out/$name-c$c.json" || true
+    # Server CPU time (all its threads, user + system) over warm-up and run, in clock ticks.
+    echo "$(( $(awk '{print $14 + $15}' "/proc/$pid/stat") - cpu_before )) $(getconf CLK_TCK)" >"$out/$name-c$c.cpu"
     echo "$name c=$c: $(uptime)" >>"$out/load.txt"
     stop_server
   done
@@ -155,6 +158,18 @@ for c in conc:
         fb = f"{vb:.{digits}f}" if vb is not None else "n/a"
         ratio = f"{va / vb:.2f}" if va is not None and vb else "n/a"
         print(f"| {c} | {label} | {fa} | {fb} | {ratio} |")
+    # Server CPU per output token, warm-up included (2 requests of max_tokens).
+    cpu = []
+    for name, r in (("izwi", a), ("llama", b)):
+        p = out / f"{name}-c{c}.cpu"
+        if r and p.exists():
+            ticks, hz = map(int, p.read_text().split())
+            cpu.append(1e3 * ticks / hz / (r["output_tokens"] + 2 * r["max_tokens"]))
+        else:
+            cpu.append(None)
+    fa, fb = (f"{x:.1f}" if x is not None else "n/a" for x in cpu)
+    ratio = f"{cpu[0] / cpu[1]:.2f}" if None not in cpu and cpu[1] else "n/a"
+    print(f"| {c} | server CPU ms per output token | {fa} | {fb} | {ratio} |")
 print("\n| server | concurrency | completed | errors | output tokens / request | prompt tokens / request | tokens / chunk | wall s |")
 print("|---|---|---|---|---|---|---|---|")
 for c in conc:
