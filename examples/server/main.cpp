@@ -175,6 +175,36 @@ int main(int argc, char** argv) {
 
   izwi::server::ModelRegistry registry(izwi::server::cpu_model_loader(options.loader), options.models_dir);
   izwi::server::Server server(options.server, registry);
+
+  // Startup models are queued before the server listens, so /health says 503
+  // until they are in (they load on the registry's thread while the server
+  // already answers). A model that fails to load ends the process, as vLLM
+  // does: an operator asked for it.
+  std::atomic<bool> load_failed{false};
+  for (const auto& path : options.models) {
+    std::fprintf(stderr, "izwi-server: loading %s\n", path.string().c_str());
+    try {
+      registry.load_path(path, std::nullopt,
+                         [&server, &registry, &load_failed, path](std::optional<izwi::server::ApiError> error) {
+                           if (error) {
+                             std::fprintf(stderr, "izwi-server: %s\n", error->what());
+                             load_failed = true;
+                             server.stop();
+                             return;
+                           }
+                           std::string what = path.string();
+                           for (const auto& entry : registry.entries())
+                             if (entry.info && entry.info->path == path)
+                               what = "'" + entry.id + "' (" + entry.info->description +
+                                      (entry.info->untrained ? "; UNTRAINED: random weights" : "") + ")";
+                           std::fprintf(stderr, "izwi-server: loaded %s\n", what.c_str());
+                         });
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "izwi-server: %s\n", e.what());
+      return 2;
+    }
+  }
+
   try {
     server.start();
   } catch (const std::exception& e) {
@@ -185,33 +215,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "izwi-server: listening on http://%s:%u (%zu HTTP threads%s)\n", options.server.host.c_str(),
                static_cast<unsigned>(server.port()), options.server.io_threads,
                options.server.api_keys.empty() ? ", no API key" : ", API key required");
-
-  // Startup models load on the registry's thread while the server already
-  // answers (/health 503 until they are in). A model that fails to load ends
-  // the process, as vLLM does: an operator asked for it.
-  std::atomic<bool> load_failed{false};
-  for (const auto& path : options.models) {
-    std::fprintf(stderr, "izwi-server: loading %s\n", path.string().c_str());
-    auto on_loaded = [&server, &registry, &load_failed, path](std::optional<izwi::server::ApiError> error) {
-      if (error) {
-        std::fprintf(stderr, "izwi-server: failed to load %s: %s\n", path.string().c_str(), error->what());
-        load_failed = true;
-        server.stop();
-        return;
-      }
-      const auto model = registry.find(izwi::server::detail::model_id_of(path));
-      if (!model) return;  // unloaded already
-      const auto& info = model->info();
-      std::fprintf(stderr, "izwi-server: serving \"%s\": %s, context %zu tokens\n", info.id.c_str(),
-                   info.description.c_str(), info.max_model_len);
-      if (info.untrained)
-        std::fprintf(stderr,
-                     "izwi-server: \"%s\" has RANDOM WEIGHTS (an untrained demo checkpoint): its replies are "
-                     "gibberish. Serve a real checkpoint with --model (see README.md).\n",
-                     info.id.c_str());
-    };
-    registry.load_path(path, std::nullopt, std::move(on_loaded));
-  }
+  if (load_failed) server.stop();  // a load that failed before the server started
 
   server.run();  // until SIGINT/SIGTERM
   std::fprintf(stderr, "izwi-server: stopped\n");
