@@ -84,10 +84,10 @@ void gemv_args(benchmark::internal::Benchmark* b) {
     for (auto [n, k] : {std::pair{3072, 1024}, std::pair{1024, 3072}, std::pair{151936, 1024}})
       for (int threads : {1, 2}) b->Args({dtype, n, k, 1, threads});
 }
-// Batched decode: 4 sequences (GEMV path) and 16 (GEMM path), GB/s of weights.
+// Batched decode (the GEMV's register-blocked path for 2 to 16 rows), weights from memory.
 void batched_decode_args(benchmark::internal::Benchmark* b) {
-  for (int dtype : {1, 3})
-    for (int m : {4, 16})
+  for (int dtype : {1, 2, 3})
+    for (int m : {2, 4, 8, 16})
       for (int threads : {1, 2}) b->Args({dtype, 3072, 1024, m, threads});
 }
 void gemm_args(benchmark::internal::Benchmark* b) {

@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "izwi/kernels/cpu/matmul.hpp"
@@ -19,14 +21,20 @@ namespace {
 // (the condition of the dot product), plus a tiny absolute floor.
 constexpr double relative_tolerance = 2e-6;
 
+/// `align_x`: x in a 64-byte aligned buffer (the batched GEMV reads it in
+/// place only then; otherwise it copies it to aligned scratch first).
 template <class Arch>
 void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi::detail::ThreadPool& pool,
-                  std::size_t ldx_pad = 0, std::size_t ldy_pad = 0) {
+                  std::size_t ldx_pad = 0, std::size_t ldy_pad = 0, bool align_x = false) {
   const auto w = kernel_test::make_weights(dtype, n, k, static_cast<std::uint32_t>(m * 1000 + k * 10 + n));
   const std::size_t ldx = k + ldx_pad, ldy = n + ldy_pad;
-  const auto x = kernel_test::random_floats(m * ldx, static_cast<std::uint32_t>(7 + m + k));
+  const auto x_values = kernel_test::random_floats(m * ldx, static_cast<std::uint32_t>(7 + m + k));
+  std::vector<float> x_storage(m * ldx + 16);
+  float* x = x_storage.data();
+  if (align_x) x += (64 - reinterpret_cast<std::uintptr_t>(x) % 64) % 64 / sizeof(float);
+  std::copy(x_values.begin(), x_values.end(), x);
   std::vector<float> y(m * ldy, -12345.0f);
-  kd::matmul<Arch>(x.data(), ldx, m, w.matrix, y.data(), ldy, pool);
+  kd::matmul<Arch>(x, ldx, m, w.matrix, y.data(), ldy, pool);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
       double ref = 0, mag = 0;
@@ -35,7 +43,8 @@ void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi
         mag += std::fabs(double(x[i * ldx + l]) * double(w.values[j * k + l]));
       }
       const double err = std::fabs(double(y[i * ldy + j]) - ref);
-      INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j);
+      INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
+                    << (align_x ? " (x aligned)" : ""));
       REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
     }
     for (std::size_t j = n; j < ldy; ++j) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
@@ -47,12 +56,21 @@ void check_all_sizes(izwi::detail::ThreadPool& pool) {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
     const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 96, 160}
                                                              : std::vector<std::size_t>{1, 17, 67, 160};
-    for (std::size_t m : {1, 2, 3, 4, 5, 9, 16, 19})
+    // Every row count of the GEMV paths (1: streaming GEMV; 2..16: register
+    // blocks of rows x weight rows, with every remainder of rows and weight
+    // rows; Q8_0 from 12 rows: widened tiles) and two of the GEMM.
+    for (std::size_t m = 1; m <= 17; ++m)
       for (std::size_t k : ks)
         for (std::size_t n : {1, 3, 37, 133}) check_matmul<Arch>(dtype, m, k, n, pool);
+    check_matmul<Arch>(dtype, 19, ks.back(), 37, pool);
     check_matmul<Arch>(dtype, 3, ks.back(), 70, pool, 5, 3);   // GEMV with row strides
     check_matmul<Arch>(dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMV, row groups, with row strides
     check_matmul<Arch>(dtype, 21, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
+    // Activations read in place (64-byte aligned, row stride a multiple of 16).
+    for (std::size_t m : {2, 5, 13, 16}) check_matmul<Arch>(dtype, m, 160, 37, pool, 16, 0, true);
+    // Deeper than a widened Q8_0 tile (1024 values): tiles in two pieces.
+    const std::size_t deep = dtype == DType::q8_0 ? 1088 : 1041;
+    for (std::size_t m : {1, 2, 7, 12, 16}) check_matmul<Arch>(dtype, m, deep, 13, pool);
   }
 }
 

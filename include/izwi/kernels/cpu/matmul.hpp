@@ -12,11 +12,15 @@
 //
 // matmul() picks the algorithm from m, once per call:
 // - m <= gemv_max_rows (decode, batched decode): GEMV. Each thread streams a
-//   range of weight rows from memory exactly once, widening them in registers
-//   and multiplying them with all m activation rows (in groups of 4 over an
-//   L1-resident slice of weight rows); bound by memory bandwidth. Q8_0 widens the int8
-//   values to float and applies the block scale after 32 products (no
-//   quantization of the activations, so no extra error).
+//   range of weight rows from memory exactly once, widening them in
+//   registers; bound by memory bandwidth. One row (decode) runs over four
+//   weight rows at a time; 2 to 16 rows (batched decode) go in register
+//   blocks of 4 activation rows x 4 weight rows (AVX-512), so each widened
+//   weight vector feeds 4 FMAs and each activation vector 4, and the weight
+//   rows of a block are read again from L1 by the next 4 rows. Q8_0 widens
+//   the int8 values to float times the block scale (no quantization of the
+//   activations, so no extra error); with 12 or more rows it widens a tile
+//   of weight rows once into an f32 buffer that every row then reads.
 // - more rows (prefill, batched decode): cache-blocked GEMM. A thread takes a
 //   panel of output columns, widens those weight rows once into an f32 panel
 //   laid out for the micro-kernel (k-major, one vector width of columns per
@@ -57,6 +61,9 @@ struct WeightMatrix {
 /// Up to this many activation rows take the GEMV path (batched decode
 /// included: packing a GEMM panel costs more than it saves below this).
 inline constexpr std::size_t gemv_max_rows = 16;
+/// From this many rows on the GEMV takes register blocks of several rows x
+/// several weight rows (batched decode); a single row streams the weights.
+inline constexpr std::size_t batched_min_rows = 2;
 
 /// y[m][w.rows] = x[m][k] · wᵀ, with k == w.cols; x and y dense row-major and
 /// not overlapping.

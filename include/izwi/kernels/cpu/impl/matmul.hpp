@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "izwi/core/half.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
@@ -176,9 +177,10 @@ inline void gemv(const float* x, std::size_t ldx, std::size_t m, const WeightMat
   std::size_t chunk = (n + pool.size() * 8 - 1) / (pool.size() * 8);
   chunk = std::max<std::size_t>(16, (chunk + 3) / 4 * 4);
   const std::size_t tasks = (n + chunk - 1) / chunk;
-  // With more than 4 activation rows, the rows go over the weights in groups
-  // of 4, one L1-sized slice of weight rows at a time: memory delivers each
-  // weight once, the later groups read it from L1.
+  // (matmul() sends only single rows here, gemv_batched() takes 2 to 16; this
+  // path stays correct for any m.) With more than 4 activation rows, the rows
+  // go over the weights in groups of 4, one L1-sized slice of weight rows at a
+  // time: memory delivers each weight once, the later groups read it from L1.
   const std::size_t slice = std::max<std::size_t>(4, (16384 / std::max<std::size_t>(1, w.row_bytes())) / 4 * 4);
   pool.parallel_for(tasks, [&](std::size_t task, std::size_t) {
     const std::size_t n0 = task * chunk, n1 = std::min(n, n0 + chunk);
@@ -194,6 +196,250 @@ inline void gemv(const float* x, std::size_t ldx, std::size_t m, const WeightMat
           default: gemv_columns<Arch, 4>(xr, ldx, w, s0, s1, yr, ldy); r += 4; break;
         }
       }
+    }
+  });
+}
+
+// ------------------------------------------------------ batched GEMV ----
+//
+// 2 to gemv_max_rows activation rows (batched decode): too few for the
+// GEMM's packing to pay. A register block of R activation rows x C weight
+// rows keeps R * C accumulators over the whole depth k, so each weight
+// vector, widened in registers, feeds R FMAs and each activation vector C
+// FMAs (the GEMV above keeps 8 and widens each weight vector once per 4
+// rows); the R * C sums are then reduced 16 (8 on AVX2) at a time with one
+// transpose-add. The weight rows of a block stay in L1 for the next group of
+// rows. Q8_0 with many rows instead widens a tile of weight rows once into
+// an f32 buffer (q * d) and runs every row over it: its widening (int8 ->
+// float, times the scale) costs more than an f16 one. Activations that are
+// not 64-byte aligned are first copied to aligned scratch: a 64-byte load
+// across two cache lines costs two L1 accesses (measured: -20%).
+
+template <class Arch>
+struct BatchedShape {
+  static constexpr bool scalar = std::is_same_v<Arch, ScalarArch>;
+  /// Activation rows x weight rows per register block: AVX-512 4 x 4 = 16
+  /// accumulators + 4 activation vectors + weight vectors of 32 registers
+  /// (4 x 6 measured no faster, and GCC spilled larger blocks); AVX2 2 x 4
+  /// of 16 registers.
+  static constexpr std::size_t rows = Simd<Arch>::avx512 || scalar ? 4 : 2;
+  static constexpr std::size_t cols = 4;
+  /// Q8_0 rows from which the widened-tile path is taken, and the depth of
+  /// its tiles in values (a multiple of 32 and of the vector width):
+  /// cols x depth f32 weights + rows x depth activations fit L1.
+  static constexpr std::size_t tile_min_rows = 12;
+  static constexpr std::size_t depth = 1024;
+};
+
+/// Lane-wise reduction of R x C accumulators into y[r * ldy + c] (c < cols),
+/// added to what is there unless `first`.
+template <class Arch, std::size_t R, std::size_t C>
+inline void store_block_sums(typename Simd<Arch>::vec (&acc)[R][C], float* y, std::size_t ldy, std::size_t cols,
+                             bool first) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  constexpr std::size_t L = S::lanes, N = R * C, G = (N + L - 1) / L;
+  vec all[G * L];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t c = 0; c < C; ++c) all[r * C + c] = acc[r][c];
+  for (std::size_t j = N; j < G * L; ++j) all[j] = S::zero();
+  alignas(64) float sums[G * L];
+  for (std::size_t g = 0; g < G; ++g) S::store(sums + g * L, S::sum_each(all + g * L));
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      float& out = y[r * ldy + c];
+      out = first ? sums[r * C + c] : out + sums[r * C + c];
+    }
+}
+
+/// R activation rows x weight rows n .. n+cols-1 (cols <= C) over all of k,
+/// widening the weights in registers; prefetches the C rows that follow
+/// when `prefetch` (the first group of rows over these weights).
+template <class Arch, DType D, std::size_t R, std::size_t C>
+inline void batched_block(const float* x, std::size_t ldx, const WeightMatrix& w, std::size_t n, std::size_t cols,
+                          float* y, std::size_t ldy, bool prefetch) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  constexpr std::size_t L = S::lanes;
+  const std::size_t k = w.cols;
+  const std::byte* rows[C];
+  const std::byte* next[C];
+  for (std::size_t c = 0; c < C; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));  // past `cols`: computed, not written
+    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
+  }
+  vec acc[R][C];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t c = 0; c < C; ++c) acc[r][c] = S::zero();
+  // The inner loops have no branch: one in them made GCC spill the accumulators.
+  if constexpr (D == DType::q8_0) {
+    constexpr std::size_t V = q8_0_block_values / L;
+    for (std::size_t b = 0; b < k / q8_0_block_values; ++b) {
+      const std::size_t offset = b * q8_0_block_bytes;
+      for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
+      const float* xb = x + b * q8_0_block_values;
+      for (std::size_t v = 0; v < V; ++v) {
+        vec xv[R];
+        for (std::size_t r = 0; r < R; ++r) xv[r] = S::load(xb + r * ldx + v * L);
+        for (std::size_t c = 0; c < C; ++c) {
+          const std::byte* block = rows[c] + offset;
+          const vec wv =
+              S::load_i8(reinterpret_cast<const std::int8_t*>(block + 2) + v * L) * S::broadcast(q8_0_scale(block));
+          for (std::size_t r = 0; r < R; ++r) acc[r][c] = S::fma(xv[r], wv, acc[r][c]);
+        }
+      }
+    }
+    store_block_sums<Arch, R, C>(acc, y + n, ldy, cols, true);
+  } else {
+    // One cache line of each weight row per step, and its prefetch.
+    constexpr std::size_t elem_bytes = D == DType::f32 ? 4 : 2;
+    constexpr std::size_t U = std::max<std::size_t>(1, 64 / (elem_bytes * L));
+    std::size_t i = 0;
+    for (; i + U * L <= k; i += U * L) {
+      for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + i * elem_bytes);
+      for (std::size_t u = 0; u < U; ++u) {
+        vec xv[R];
+        for (std::size_t r = 0; r < R; ++r) xv[r] = S::load(x + r * ldx + i + u * L);
+        for (std::size_t c = 0; c < C; ++c) {
+          const vec wv = load_weights<Arch, D>(rows[c], i + u * L);
+          for (std::size_t r = 0; r < R; ++r) acc[r][c] = S::fma(xv[r], wv, acc[r][c]);
+        }
+      }
+    }
+    for (; i + L <= k; i += L) {
+      vec xv[R];
+      for (std::size_t r = 0; r < R; ++r) xv[r] = S::load(x + r * ldx + i);
+      for (std::size_t c = 0; c < C; ++c) {
+        const vec wv = load_weights<Arch, D>(rows[c], i);
+        for (std::size_t r = 0; r < R; ++r) acc[r][c] = S::fma(xv[r], wv, acc[r][c]);
+      }
+    }
+    store_block_sums<Arch, R, C>(acc, y + n, ldy, cols, true);
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t c = 0; c < cols; ++c) {
+        float s = 0;
+        for (std::size_t j = i; j < k; ++j) s += x[r * ldx + j] * load_weight<D>(rows[c], j);
+        y[r * ldy + n + c] += s;
+      }
+  }
+}
+
+template <class Arch, DType D>
+inline void batched_columns(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, std::size_t n0,
+                            std::size_t n1, float* y, std::size_t ldy) noexcept {
+  using B = BatchedShape<Arch>;
+  constexpr std::size_t C = B::cols, R = B::rows;
+  for (std::size_t n = n0; n < n1; n += C) {
+    const std::size_t cols = std::min(C, n1 - n);
+    std::size_t r = 0;
+    for (; r + R <= m; r += R) batched_block<Arch, D, R, C>(x + r * ldx, ldx, w, n, cols, y + r * ldy, ldy, r == 0);
+    const std::size_t left = m - r;
+    const float* xr = x + r * ldx;
+    float* yr = y + r * ldy;
+    if constexpr (R > 1) if (left == 1) batched_block<Arch, D, 1, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
+    if constexpr (R > 2) if (left == 2) batched_block<Arch, D, 2, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
+    if constexpr (R > 3) if (left == 3) batched_block<Arch, D, 3, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
+  }
+}
+
+/// Q8_0 weight rows n .. n+count-1 (count <= C), values [k0, k0 + depth),
+/// widened into buf (row j at buf + j * depth), read side by side a block at
+/// a time with the same blocks of the rows that follow prefetched. Rows from
+/// `count` to C are zero.
+template <class Arch, std::size_t C>
+inline void widen_q8_0_tile(const WeightMatrix& w, std::size_t n, std::size_t count, std::size_t k0,
+                            std::size_t depth, float* buf) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  for (std::size_t b = 0; b < depth / q8_0_block_values; ++b) {
+    const std::size_t offset = (k0 / q8_0_block_values + b) * q8_0_block_bytes;
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::byte* block = w.row(n + j) + offset;
+      if (n + count + j < w.rows) __builtin_prefetch(w.row(n + count + j) + offset);
+      const auto d = S::broadcast(q8_0_scale(block));
+      const auto* q = reinterpret_cast<const std::int8_t*>(block + 2);
+      for (std::size_t i = 0; i < q8_0_block_values; i += L)
+        S::store(buf + j * depth + b * q8_0_block_values + i, S::load_i8(q + i) * d);
+    }
+  }
+  for (std::size_t j = count; j < C; ++j) std::fill(buf + j * depth, buf + (j + 1) * depth, 0.0f);
+}
+
+/// R activation rows x C rows of a widened tile, `depth` values (a multiple
+/// of the vector width).
+template <class Arch, std::size_t R, std::size_t C>
+inline void tile_block(const float* x, std::size_t ldx, const float* buf, std::size_t depth, float* y,
+                       std::size_t ldy, std::size_t cols, bool first) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  constexpr std::size_t L = S::lanes;
+  vec acc[R][C];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t c = 0; c < C; ++c) acc[r][c] = S::zero();
+  for (std::size_t i = 0; i < depth; i += L) {
+    vec xv[R];
+    for (std::size_t r = 0; r < R; ++r) xv[r] = S::load(x + r * ldx + i);
+    for (std::size_t c = 0; c < C; ++c) {
+      const vec wv = S::load(buf + c * depth + i);
+      for (std::size_t r = 0; r < R; ++r) acc[r][c] = S::fma(xv[r], wv, acc[r][c]);
+    }
+  }
+  store_block_sums<Arch, R, C>(acc, y, ldy, cols, first);
+}
+
+template <class Arch>
+inline void q8_0_tile_columns(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, std::size_t n0,
+                              std::size_t n1, float* y, std::size_t ldy, float* buf) noexcept {
+  using B = BatchedShape<Arch>;
+  constexpr std::size_t C = B::cols, R = B::rows;
+  const std::size_t k = w.cols;
+  for (std::size_t n = n0; n < n1; n += C) {
+    const std::size_t cols = std::min(C, n1 - n);
+    for (std::size_t k0 = 0; k0 < k; k0 += B::depth) {
+      const std::size_t depth = std::min(B::depth, k - k0);
+      widen_q8_0_tile<Arch, C>(w, n, cols, k0, depth, buf);
+      std::size_t r = 0;
+      for (; r + R <= m; r += R)
+        tile_block<Arch, R, C>(x + r * ldx + k0, ldx, buf, depth, y + r * ldy + n, ldy, cols, k0 == 0);
+      const std::size_t left = m - r;
+      const float* xr = x + r * ldx + k0;
+      float* yr = y + r * ldy + n;
+      if constexpr (R > 1) if (left == 1) tile_block<Arch, 1, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
+      if constexpr (R > 2) if (left == 2) tile_block<Arch, 2, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
+      if constexpr (R > 3) if (left == 3) tile_block<Arch, 3, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
+    }
+  }
+}
+
+template <class Arch>
+inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y,
+                         std::size_t ldy, ThreadPool& pool) noexcept {
+  using B = BatchedShape<Arch>;
+  const std::size_t n = w.rows, k = w.cols;
+  if (reinterpret_cast<std::uintptr_t>(x) % 64 != 0 || ldx % 16 != 0) {
+    const std::size_t ld = (k + 15) / 16 * 16;
+    auto* aligned = static_cast<float*>(pool.shared_scratch(m * ld * sizeof(float)));
+    for (std::size_t r = 0; r < m; ++r) std::memcpy(aligned + r * ld, x + r * ldx, k * sizeof(float));
+    x = aligned;
+    ldx = ld;
+  }
+  // About 8 tasks per thread, whole register blocks of columns.
+  std::size_t chunk = (n + pool.size() * 8 - 1) / (pool.size() * 8);
+  chunk = std::max<std::size_t>(4 * B::cols, (chunk + B::cols - 1) / B::cols * B::cols);
+  const std::size_t tasks = (n + chunk - 1) / chunk;
+  const bool q8_0_tiles = w.dtype == DType::q8_0 && m >= B::tile_min_rows;
+  pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
+    const std::size_t n0 = task * chunk, n1 = std::min(n, n0 + chunk);
+    if (q8_0_tiles) {
+      auto* buf = static_cast<float*>(pool.scratch(worker, B::cols * B::depth * sizeof(float)));
+      q8_0_tile_columns<Arch>(x, ldx, m, w, n0, n1, y, ldy, buf);
+      return;
+    }
+    switch (w.dtype) {
+      case DType::f32: batched_columns<Arch, DType::f32>(x, ldx, m, w, n0, n1, y, ldy); return;
+      case DType::f16: batched_columns<Arch, DType::f16>(x, ldx, m, w, n0, n1, y, ldy); return;
+      case DType::bf16: batched_columns<Arch, DType::bf16>(x, ldx, m, w, n0, n1, y, ldy); return;
+      case DType::q8_0: batched_columns<Arch, DType::q8_0>(x, ldx, m, w, n0, n1, y, ldy); return;
     }
   });
 }
@@ -326,7 +572,8 @@ template <class Arch>
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept {
   if (m == 0 || w.rows == 0) return;
-  if (m <= gemv_max_rows) gemv<Arch>(x, ldx, m, w, y, ldy, pool);
+  if (m < batched_min_rows) gemv<Arch>(x, ldx, m, w, y, ldy, pool);
+  else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, w, y, ldy, pool);
   else gemm<Arch>(x, ldx, m, w, y, ldy, pool);
 }
 
