@@ -30,8 +30,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -39,6 +41,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "izwi/server/api_error.hpp"
 #include "izwi/server/http/auth.hpp"
@@ -51,6 +54,10 @@
 
 namespace izwi::server {
 
+namespace detail {
+struct PreparedGeneration;
+}
+
 struct ServerConfig {
   /// Address to listen on; "0.0.0.0" or "::" for every interface.
   std::string host = "127.0.0.1";
@@ -60,6 +67,9 @@ struct ServerConfig {
   std::vector<std::string> api_keys;
   /// Asio threads for HTTP.
   std::size_t io_threads = 2;
+  /// Threads that parse generation requests and tokenize their prompts (work
+  /// too slow for an I/O thread with a large body).
+  std::size_t prep_threads = 2;
   http::Limits limits;
   /// On shutdown, in-flight requests get this long to finish before they are aborted.
   std::chrono::milliseconds shutdown_grace{30'000};
@@ -129,9 +139,12 @@ class Server final : private http::SessionHost {
   void add_default_routes();
   void shutdown_sequence();
 
+  http::Response exception_response(std::exception_ptr failure, const std::string& request_id, unsigned version);
+
   // Handlers.
-  void chat_completions(HandlerContext& ctx);
-  void completions(HandlerContext& ctx);
+  void generate(HandlerContext& ctx, bool chat);
+  detail::PreparedGeneration prepare_chat(const std::string& body);
+  detail::PreparedGeneration prepare_completion(const std::string& body);
   void list_models(HandlerContext& ctx);
   void get_model(HandlerContext& ctx);
   void health(HandlerContext& ctx);
@@ -176,6 +189,9 @@ class Server final : private http::SessionHost {
   // with the io_context still find the server's state alive.
   boost::asio::io_context ioc_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  // After ioc_: destroyed first, so work it still holds (sessions) dies while
+  // the io_context lives.
+  boost::asio::thread_pool prep_pool_;
   std::shared_ptr<http::Listener> listener_;
   std::vector<std::thread> io_threads_;
 };

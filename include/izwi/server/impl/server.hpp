@@ -321,8 +321,11 @@ inline boost::json::object entry_json(const ModelEntry& entry) {
 // --- life cycle -----------------------------------------------------------------
 
 inline Server::Server(ServerConfig config, ModelRegistry& registry)
-    : config_(std::move(config)), registry_(registry), keys_(config_.api_keys), ioc_(static_cast<int>(
-                                                                                        config_.io_threads ? config_.io_threads : 1)) {
+    : config_(std::move(config)),
+      registry_(registry),
+      keys_(config_.api_keys),
+      ioc_(static_cast<int>(config_.io_threads ? config_.io_threads : 1)),
+      prep_pool_(config_.prep_threads ? config_.prep_threads : 1) {
   add_default_routes();
 }
 
@@ -414,6 +417,7 @@ inline void Server::shutdown_sequence() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  prep_pool_.join();  // requests being prepared finish (their answers go nowhere now)
   ioc_.stop();
   for (auto& t : io_threads_)
     if (t.joinable()) t.join();
@@ -482,8 +486,8 @@ inline void Server::add_route(std::string method, std::string pattern, Handler h
 }
 
 inline void Server::add_default_routes() {
-  add_route("POST", "/v1/chat/completions", [this](HandlerContext& c) { chat_completions(c); });
-  add_route("POST", "/v1/completions", [this](HandlerContext& c) { completions(c); });
+  add_route("POST", "/v1/chat/completions", [this](HandlerContext& c) { generate(c, true); });
+  add_route("POST", "/v1/completions", [this](HandlerContext& c) { generate(c, false); });
   add_route("GET", "/v1/models", [this](HandlerContext& c) { list_models(c); });
   add_route("GET", "/v1/models/{id}", [this](HandlerContext& c) { get_model(c); });
   add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { audio_unavailable(c, Task::tts); });
@@ -533,18 +537,29 @@ inline void Server::handle(const std::shared_ptr<http::Session>& session, http::
     }
     HandlerContext ctx{session, req, routed.match};
     (*routed.match.handler)(ctx);
-  } catch (const ApiError& error) {
-    session->respond(error_response(error, version));
-  } catch (const izwi::invalid_argument& error) {
-    session->respond(error_response(openai::bad_request_from(error), version));
-  } catch (const izwi::unavailable& error) {
-    session->respond(error_response(draining() ? ApiError::unavailable("The server is shutting down.")
-                                               : ApiError::too_many_requests(error.what()),
-                                    version));
-  } catch (const std::exception& error) {
-    detail::log_line("izwi-server: request " + session->exchange().request_id + " failed: " + error.what());
-    session->respond(error_response(ApiError::internal(), version));
+  } catch (...) {
+    session->respond(exception_response(std::current_exception(), session->exchange().request_id, version));
   }
+}
+
+inline http::Response Server::exception_response(std::exception_ptr failure, const std::string& request_id,
+                                                 unsigned version) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const ApiError& error) {
+    return error_response(error, version);
+  } catch (const izwi::invalid_argument& error) {
+    return error_response(openai::bad_request_from(error), version);
+  } catch (const izwi::unavailable& error) {
+    return error_response(draining() ? ApiError::unavailable("The server is shutting down.")
+                                     : ApiError::too_many_requests(error.what()),
+                          version);
+  } catch (const std::exception& error) {
+    detail::log_line("izwi-server: request " + request_id + " failed: " + error.what());
+  } catch (...) {
+    detail::log_line("izwi-server: request " + request_id + " failed");
+  }
+  return error_response(ApiError::internal(), version);
 }
 
 // --- handlers -------------------------------------------------------------------
@@ -578,28 +593,61 @@ inline std::string Server::loaded_model_names(Task task) const {
 
 namespace detail {
 
-inline void submit_generation(const std::shared_ptr<http::Session>& session, std::shared_ptr<AnyEngine> engine,
-                              Request request, GenerationJob::Kind kind, bool streaming, bool include_usage,
-                              bool logprobs, bool server_draining) {
-  const std::size_t prompt_tokens = request.prompt_tokens.size();
+/// A request ready to stream: what the preparation thread hands back to the
+/// connection's strand.
+struct PreparedGeneration {
+  std::shared_ptr<AnyEngine> engine;
   ResponseStream stream;
+  GenerationJob::Kind kind = GenerationJob::Kind::chat;
+  bool streaming = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::size_t prompt_tokens = 0;
+};
+
+inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool server_draining) {
   try {
-    stream = engine->submit(std::move(request));
+    return engine.submit(std::move(request));
   } catch (const izwi::unavailable& error) {
-    if (server_draining || engine->status().draining)
+    if (server_draining || engine.status().draining)
       throw ApiError::unavailable("The model is shutting down; try again later.");
     throw ApiError::too_many_requests(std::string("Too many requests: ") + error.what(), 1);
   }
-  const std::string model = engine->info().id;
-  auto job = std::make_shared<GenerationJob>(session, std::move(engine), std::move(stream), kind, streaming,
-                                             include_usage, logprobs, prompt_tokens, model);
-  job->start();
 }
 
 }  // namespace detail
 
-inline void Server::chat_completions(HandlerContext& ctx) {
-  openai::ChatCompletionRequest parsed = openai::parse_chat_completion_request(ctx.request.body());
+inline void Server::generate(HandlerContext& ctx, bool chat) {
+  // Parsing a large body and tokenizing its prompt take milliseconds to
+  // seconds: that runs on the preparation threads, never on an I/O thread.
+  // The answer comes back to the connection's strand.
+  std::shared_ptr<http::Session> session = ctx.session;
+  const unsigned version = ctx.request.version();
+  boost::asio::post(prep_pool_, [this, session, version, chat, body = std::move(ctx.request.body())]() mutable {
+    std::optional<detail::PreparedGeneration> prepared;
+    std::exception_ptr failure;
+    try {
+      prepared = chat ? prepare_chat(body) : prepare_completion(body);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    boost::asio::post(session->get_executor(), [this, session, version, failure,
+                                                prepared = std::move(prepared)]() mutable {
+      if (failure) {
+        session->respond(exception_response(failure, session->exchange().request_id, version));
+        return;
+      }
+      const std::string model = prepared->engine->info().id;
+      auto job = std::make_shared<detail::GenerationJob>(
+          session, std::move(prepared->engine), std::move(prepared->stream), prepared->kind, prepared->streaming,
+          prepared->include_usage, prepared->logprobs, prepared->prompt_tokens, model);
+      job->start();  // a client already gone cancels it at once
+    });
+  });
+}
+
+inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) {
+  openai::ChatCompletionRequest parsed = openai::parse_chat_completion_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
   const std::string prompt = engine->render_chat(parsed.messages, parsed.template_options());
   Request request;
@@ -609,12 +657,19 @@ inline void Server::chat_completions(HandlerContext& ctx) {
                               "messages");
   request.sampling = std::move(parsed.sampling);
   request.stream = parsed.stream;
-  detail::submit_generation(ctx.session, std::move(engine), std::move(request), detail::GenerationJob::Kind::chat,
-                            parsed.stream, parsed.include_usage, parsed.logprobs, draining());
+  detail::PreparedGeneration out;
+  out.kind = detail::GenerationJob::Kind::chat;
+  out.streaming = parsed.stream;
+  out.include_usage = parsed.include_usage;
+  out.logprobs = parsed.logprobs;
+  out.prompt_tokens = request.prompt_tokens.size();
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
+  out.engine = std::move(engine);
+  return out;
 }
 
-inline void Server::completions(HandlerContext& ctx) {
-  openai::CompletionRequest parsed = openai::parse_completion_request(ctx.request.body());
+inline detail::PreparedGeneration Server::prepare_completion(const std::string& body) {
+  openai::CompletionRequest parsed = openai::parse_completion_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
   Request request;
   request.task = Task::completion;
@@ -623,22 +678,25 @@ inline void Server::completions(HandlerContext& ctx) {
   } else {
     request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);
     const std::size_t vocab = engine->vocab_size();
-    for (std::size_t i = 0; i < request.prompt_tokens.size(); ++i) {
-      const TokenId t = request.prompt_tokens[i];
+    for (const TokenId t : request.prompt_tokens)
       if (t < 0 || static_cast<std::size_t>(t) >= vocab)
         throw ApiError::bad_request("Token id " + std::to_string(t) + " is out of vocabulary (size " +
                                         std::to_string(vocab) + ").",
                                     "prompt");
-    }
   }
   detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
                               "prompt");
-  const bool logprobs = parsed.sampling.logprobs.has_value();
+  detail::PreparedGeneration out;
+  out.kind = detail::GenerationJob::Kind::completion;
+  out.streaming = parsed.stream;
+  out.include_usage = parsed.include_usage;
+  out.logprobs = parsed.sampling.logprobs.has_value();
+  out.prompt_tokens = request.prompt_tokens.size();
   request.sampling = std::move(parsed.sampling);
   request.stream = parsed.stream;
-  detail::submit_generation(ctx.session, std::move(engine), std::move(request),
-                            detail::GenerationJob::Kind::completion, parsed.stream, parsed.include_usage, logprobs,
-                            draining());
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
+  out.engine = std::move(engine);
+  return out;
 }
 
 inline void Server::list_models(HandlerContext& ctx) {

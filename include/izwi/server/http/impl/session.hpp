@@ -36,6 +36,9 @@ inline void Session::start_rejected(Response response) {
     self->in_flight_ = true;
     self->keep_alive_ = false;
     self->exchange_.start = std::chrono::steady_clock::now();
+    self->exchange_.method = "-";
+    self->exchange_.request_id = make_request_id();
+    self->host_.exchange_started();
     self->respond(std::move(response));
   });
 }
