@@ -31,10 +31,19 @@ llama="$build/llama.cpp"
 if [[ ! -d "$llama" ]]; then
   git clone -q "$bundle" "$llama"
 fi
-if [[ ! -x "$llama/build/bin/llama-bench" || ! -x "$llama/build/bin/llama-batched-bench" ]]; then
-  cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-  cmake --build "$llama/build" --target llama-bench llama-batched-bench -j "$jobs"
+# GGML_NATIVE=ON with AMX compiled out (-mno-amx-*): on this machine (a
+# Firecracker VM of a Sapphire Rapids) llama.cpp's AMX Q8_0 kernel dies with
+# SIGILL at its first `tilezero` (ggml-cpu/amx/mmq.cpp), on izwi's Q8_0 file
+# and on llama-quantize's own Q8_0 output alike, while a small program
+# requesting XTILEDATA and using the tiles runs fine; without AMX, Q8_0 takes
+# ggml's AVX512-VNNI path. AMX serves only quantized types, so F16 and BF16
+# run the same code either way. izwi uses no AMX either.
+peer="$llama/build-noamx"
+if [[ ! -x "$peer/bin/llama-bench" || ! -x "$peer/bin/llama-batched-bench" ]]; then
+  noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  cmake -S "$llama" -B "$peer" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF "-DCMAKE_C_FLAGS=$noamx" "-DCMAKE_CXX_FLAGS=$noamx" >/dev/null
+  cmake --build "$peer" --target llama-bench llama-batched-bench -j "$jobs"
 fi
 echo "llama.cpp: $(cat "$root/test/reference/node_modules/node-llama-cpp/llama/llama.cpp.info.json" | tr -d '\n ') (node-llama-cpp's bundle), native build"
 
@@ -48,13 +57,14 @@ for type in $types; do
       --heads 16 --kv-heads 8 --head-dim 128 --intermediate 3072 --gguf-type "$type" --gguf-only
   fi
   for n in $threads; do
-    echo "== $type, $n thread(s)"
+    echo "== $type, $n thread(s); load: $(uptime | sed 's/.*load average: //')"
     "$build/bench/models/izwi-bench-qwen3" "$model/model.gguf" --threads "$n" --pp 512 --tg 128 --batch 1,4,16 --reps 2 \
       | tee "$out/izwi-$type-$n.txt"
-    "$llama/build/bin/llama-bench" -m "$model/model.gguf" -t "$n" -p 512 -n 128 -r 3 -o json 2>/dev/null \
+    "$peer/bin/llama-bench" -m "$model/model.gguf" -t "$n" -p 512 -n 128 -r 3 -o json 2>/dev/null \
       > "$out/llama-bench-$type-$n.json"
-    "$llama/build/bin/llama-batched-bench" -m "$model/model.gguf" -t "$n" -c 4096 -b 512 -npp 16 -ntg 128 \
+    "$peer/bin/llama-batched-bench" -m "$model/model.gguf" -t "$n" -c 4096 -b 512 -npp 16 -ntg 128 \
       -npl 1,4,16 2>/dev/null | grep -E '^\|' | tee "$out/llama-batched-$type-$n.txt"
+    echo "   load after: $(uptime | sed 's/.*load average: //')"
   done
 done
 
