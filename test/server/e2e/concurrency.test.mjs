@@ -6,7 +6,11 @@ import {after, before, test} from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 
-import {MODEL_ID, checkStream, startServer, streamRequest, waitForIdleEngine} from "./harness.mjs";
+import {setTimeout as sleep} from "node:timers/promises";
+
+import {
+  MODEL_ID, checkStream, getMetrics, metricValue, startServer, streamRequest, waitForIdleEngine,
+} from "./harness.mjs";
 
 const CLIENTS = 32;
 const REQUESTS_PER_CLIENT = 4;
@@ -76,8 +80,22 @@ test(`${CLIENTS} streaming clients × ${REQUESTS_PER_CLIENT} requests: no error,
       agent.destroy();
     }
   };
+  // /metrics sampled during the load: the requests really overlapped.
+  let peak = 0;
+  let loading = true;
+  const sampler = (async () => {
+    while (loading) {
+      const {metrics} = await getMetrics(server);
+      peak = Math.max(peak, (metricValue(metrics, "izwi:num_requests_running") ?? 0) +
+                            (metricValue(metrics, "izwi:num_requests_waiting") ?? 0));
+      await sleep(20);
+    }
+  })();
   await Promise.all(Array.from({length: CLIENTS}, (_, c) => client(c)));
+  loading = false;
+  await sampler;
   assert.equal(streams, CLIENTS * REQUESTS_PER_CLIENT);
+  assert.ok(peak >= 8, `at most ${peak} requests in the engine at once: the load did not overlap`);
   assert.deepEqual(failures.slice(0, 20), [], `${failures.length} problems`);
 
   const idle = await waitForIdleEngine(server, {timeoutMs: 10000});

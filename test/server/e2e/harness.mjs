@@ -24,6 +24,9 @@ export const HOST = "127.0.0.1";
 if (!SERVER || !MODEL_DIR || !NODE_MODULES)
   throw new Error("run the e2e tests through run.mjs (IZWI_SERVER, IZWI_E2E_MODEL, IZWI_NODE_MODULES unset)");
 
+/// Resolves null after `ms`, without keeping the process alive (for Promise.race).
+export const within = (ms) => sleep(ms, null, {ref: false});
+
 /// The official SDK, resolved from the reference node_modules.
 export async function loadOpenAI() {
   const require = createRequire(path.join(NODE_MODULES, "noop.js"));
@@ -66,6 +69,8 @@ export async function startServer({args = [], apiKey, threads = 1, readyTimeoutM
     const port = await freePort();
     const argv = ["--model", MODEL_DIR, "--host", HOST, "--port", String(port), ...args];
     if (threads && flag("--threads")) argv.push("--threads", String(threads));
+    // The tiny model needs little KV memory: 32 MB is ~65k tokens of it.
+    if (flag("--kv-cache-mb") && !args.includes("--kv-cache-mb")) argv.push("--kv-cache-mb", "32");
     if (apiKey) argv.push("--api-key", apiKey);
     const proc = spawn(SERVER, argv, {stdio: ["ignore", "pipe", "pipe"]});
     let log = "";
@@ -90,7 +95,7 @@ export async function startServer({args = [], apiKey, threads = 1, readyTimeoutM
       async stop(signal = "SIGTERM", timeoutMs = 30000) {
         if (exited) return exited;
         proc.kill(signal);
-        const r = await Promise.race([exit, sleep(timeoutMs).then(() => null)]);
+        const r = await Promise.race([exit, within(timeoutMs)]);
         if (r) return r;
         proc.kill("SIGKILL");
         return exit;

@@ -242,8 +242,10 @@ describe("completions", () => {
 
 describe("errors through the SDK's classes", () => {
   test("400 BadRequestError naming the field: temperature out of range", async () => {
+    // Negative: out of range for OpenAI and vLLM alike (above 2, OpenAI's top,
+    // vLLM accepts).
     await assert.rejects(
-      client.chat.completions.create({model: MODEL_ID, messages: MESSAGES, temperature: 7}), (e) => {
+      client.chat.completions.create({model: MODEL_ID, messages: MESSAGES, temperature: -1, max_tokens: 4}), (e) => {
         assert.ok(e instanceof BadRequestError, `${e?.constructor?.name}: ${e?.message}`);
         assert.equal(e.status, 400);
         assert.equal(e.param, "temperature");
