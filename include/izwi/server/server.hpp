@@ -120,6 +120,17 @@ class Server final : private http::SessionHost {
   const http::HttpMetrics& http_metrics() const noexcept { return metrics_; }
   const ServerConfig& config() const noexcept { return config_; }
 
+  /// The models the server answers for (route handlers added by a host use it).
+  ModelRegistry& registry() noexcept { return registry_; }
+  /// Threads for work too slow for an I/O thread (parsing a large upload,
+  /// tokenizing); post there, then post the answer back to the session's strand.
+  boost::asio::thread_pool::executor_type work_executor() noexcept { return prep_pool_.get_executor(); }
+  /// The error response for an exception caught while answering: ApiError as
+  /// it is, izwi::invalid_argument as a 400 naming its field, izwi::unavailable
+  /// as 429 (503 while shutting down), anything else a 500 whose details go to
+  /// the log only.
+  http::Response exception_response(std::exception_ptr failure, const std::string& request_id, unsigned version);
+
   /// Adds a route, or replaces the handler of an existing (method, pattern)
   /// (the audio endpoints are meant to be replaced so). Call before start().
   /// `open`: no API key needed.
@@ -138,8 +149,6 @@ class Server final : private http::SessionHost {
   void on_accept(boost::asio::ip::tcp::socket&& socket);
   void add_default_routes();
   void shutdown_sequence();
-
-  http::Response exception_response(std::exception_ptr failure, const std::string& request_id, unsigned version);
 
   // Handlers.
   void generate(HandlerContext& ctx, bool chat);
