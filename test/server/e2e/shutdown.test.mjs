@@ -22,7 +22,7 @@ function startStreams(server, n, maxTokens) {
   for (let i = 0; i < n; ++i) {
     let mark;
     started.push(new Promise((resolve) => (mark = resolve)));
-    streams.push(streamRequest(server, chat(i, maxTokens), {onData: () => mark(), timeoutMs: 120000}).then((r) => {
+    streams.push(streamRequest(server, chat(i, maxTokens), {onData: () => mark(), timeoutMs: 180000}).then((r) => {
       mark();
       return r;
     }));
@@ -30,11 +30,18 @@ function startStreams(server, n, maxTokens) {
   return {started: Promise.all(started), streams: Promise.all(streams)};
 }
 
-test("SIGTERM under load: every started stream completes, new work is refused, exit 0", {timeout: 240000}, async () => {
-  const server = await startServer({threads: 2});
+test("SIGTERM under load: every accepted request completes, new work is refused, exit 0", {timeout: 300000}, async () => {
+  // A grace period far longer than the work needs, even on a loaded machine:
+  // here every accepted request must finish normally.
+  const server = await startServer({threads: 2, args: deadlineFlag ? [deadlineFlag, "120"] : []});
   try {
-    const {started, streams} = startStreams(server, 16, 160);
+    const {started, streams} = startStreams(server, 16, 64);
     await started;
+    // Non-streamed requests too, in the engine when the signal comes.
+    const whole = Array.from({length: 8}, (_, i) =>
+      request(server, {method: "POST", path: "/v1/chat/completions", body: {...chat(100 + i, 64), stream: false},
+                       timeoutMs: 180000}));
+    await sleep(200);
     server.proc.kill("SIGTERM");
     await sleep(300);
     // New work after the signal: refused at the door (connection refused) or 503.
@@ -53,11 +60,36 @@ test("SIGTERM under load: every started stream completes, new work is refused, e
       assert.deepEqual(s.problems, [], `stream ${i}`);
       assert.ok(["stop", "length"].includes(s.finishReason), `stream ${i} finish_reason ${s.finishReason}`);
     });
+    for (const [i, r] of (await Promise.all(whole)).entries()) {
+      assert.equal(r.status, 200, `non-streamed request ${i}: ${r.text.slice(0, 300)}`);
+      assert.equal(r.json.object, "chat.completion");
+      assert.ok(["stop", "length"].includes(r.json.choices[0].finish_reason), `finish_reason ${r.json.choices[0].finish_reason}`);
+    }
     const exit = await Promise.race([server.exit, within(60000)]);
     assert.ok(exit, "izwi-server still running 60 s after SIGTERM with its streams done");
     assert.deepEqual(exit, {code: 0, signal: null}, `exit status; output:\n${server.log().slice(-3000)}`);
   } finally {
     await server.stop("SIGKILL");
+  }
+});
+
+test("while the model loads: /health 503, and a request for it 503 (not 404)", {timeout: 60000}, async (t) => {
+  const server = await startServer({waitReady: false});
+  try {
+    const chatReq = request(server, {method: "POST", path: "/v1/chat/completions",
+                                     body: {...chat(1, 2), stream: false}});
+    const health = server.firstHealth;
+    const r = await chatReq;
+    if (health === 200) {
+      t.diagnostic("the model loaded before the first /health answer: loading not observed");
+      return;
+    }
+    assert.equal(health, 503, "/health while loading");
+    // Sent while /health said 503: either still loading (503) or loaded meanwhile (200).
+    assert.ok(r.status === 503 || r.status === 200, `a request during loading: ${r.status} ${r.text.slice(0, 300)}`);
+    if (r.status === 503) checkErrorEnvelope(assert, r, 503, "during loading");
+  } finally {
+    await server.stop();
   }
 });
 
