@@ -87,6 +87,14 @@ describe("400: malformed requests", () => {
     }
   });
 
+  test("a bad field on a streaming request is a JSON 400, not an event stream", async () => {
+    const r = await post({model: MODEL_ID, messages: MESSAGES, stream: true, temperature: -1});
+    const e = checkErrorEnvelope(assert, r, 400, "stream with temperature -1");
+    assert.equal(e.param, "temperature");
+    const u = await post({model: MODEL_ID, messages: MESSAGES, stream_options: {include_usage: true}});
+    assert.equal(checkErrorEnvelope(assert, u, 400, "stream_options without stream").param, "stream_options");
+  });
+
   test("missing messages, missing model, unknown role", async () => {
     let e = checkErrorEnvelope(assert, await post({model: MODEL_ID}), 400, "no messages");
     assert.equal(e.param, "messages");
