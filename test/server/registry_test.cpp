@@ -287,3 +287,18 @@ TEST_CASE("the CPU loader names what it cannot serve", "[server][loader]") {
   CHECK((llama.find("llama") != std::string::npos || llama.find("config.json") != std::string::npos));
   CHECK(message_of(dir.root / "quant.gguf").find("quant.gguf") != std::string::npos);
 }
+
+TEST_CASE("state() tells a loading model from an unknown one", "[server][registry]") {
+  std::latch release(1);
+  ModelRegistry registry([&](const std::string& id, const std::filesystem::path&) -> std::unique_ptr<AnyEngine> {
+    release.wait();
+    return std::make_unique<FakeEngine>(id);
+  });
+  Outcome done;
+  registry.load_path("/models/slow", std::nullopt, done.callback());
+  CHECK(registry.state("slow") == ModelState::loading);
+  CHECK_FALSE(registry.state("other").has_value());
+  release.count_down();
+  done.get();
+  CHECK(registry.state("slow") == ModelState::loaded);
+}

@@ -83,6 +83,10 @@ class ModelRegistry {
   /// entries of the models directory not loaded (admin view).
   std::vector<ModelEntry> entries() const;
   std::optional<ModelEntry> entry(std::string_view id) const;
+  /// The state of a model the registry holds (loading, loaded, unloading,
+  /// failed); nullopt for an id it does not hold. Cheap: no directory scan —
+  /// a handler that found no engine asks it to tell 503 (on its way) from 404.
+  std::optional<ModelState> state(std::string_view id) const;
 
   /// False while a startup model is still loading (/health answers 503).
   bool ready() const;

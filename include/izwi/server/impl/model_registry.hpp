@@ -304,6 +304,13 @@ inline std::optional<ModelEntry> ModelRegistry::entry(std::string_view id) const
   return std::nullopt;
 }
 
+inline std::optional<ModelState> ModelRegistry::state(std::string_view id) const {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return std::nullopt;
+  return it->second->state;
+}
+
 inline bool ModelRegistry::ready() const {
   std::lock_guard lock(mutex_);
   return startup_pending_ == 0;
