@@ -45,19 +45,29 @@ if (opts.requirePromtool !== undefined) {
 }
 
 // The checkpoint: made into a temporary directory and renamed, so tests
-// running side by side never see half a checkpoint. The directory's name is
-// the model id the server lists.
+// running side by side never see half a checkpoint; remade when the arguments
+// below change (a stamp file records them). The directory's name is the model
+// id the server lists. An untied lm_head at logit scale 1: with tied
+// embeddings a random model mostly repeats its last token, and replies would
+// be too uniform to tell streamed from non-streamed text apart.
+const makeArgs = ["--hidden", "64", "--layers", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
+                  "--intermediate", "128", "--seed", "7", "--logit-scale", "1", "--untied"];
 const model = path.join(opts.work, "izwi-e2e-qwen3");
-if (!fs.existsSync(path.join(model, "model.safetensors"))) {
+const stamp = path.join(model, "izwi-e2e-args.json");
+const wanted = JSON.stringify(makeArgs);
+const current = fs.existsSync(stamp) ? fs.readFileSync(stamp, "utf8") : null;
+if (current !== wanted || !fs.existsSync(path.join(model, "model.safetensors"))) {
   fs.mkdirSync(opts.work, {recursive: true});
+  fs.rmSync(model, {recursive: true, force: true});
   const tmp = fs.mkdtempSync(path.join(opts.work, ".qwen3-"));
-  const r = spawnSync(opts.makeModel, [
-    "--out", tmp, "--tokenizer", tokenizer, "--hidden", "64", "--layers", "2", "--heads", "2", "--kv-heads", "1",
-    "--head-dim", "32", "--intermediate", "128", "--seed", "7", "--logit-scale", "4"], {stdio: ["ignore", "ignore", "inherit"]});
+  const r = spawnSync(opts.makeModel, ["--out", tmp, "--tokenizer", tokenizer, ...makeArgs],
+                      {stdio: ["ignore", "ignore", "inherit"]});
   if (r.status !== 0) {
     console.error(`izwi-make-random-qwen3 failed (exit ${r.status})`);
     process.exit(1);
   }
+  fs.writeFileSync(path.join(tmp, "izwi-e2e-args.json"), wanted);
+  fs.chmodSync(tmp, 0o755);  // mkdtemp makes it 0700
   try {
     fs.renameSync(tmp, model);
   } catch (e) {
