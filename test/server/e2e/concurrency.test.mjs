@@ -1,7 +1,7 @@
 // izwi-server under load (issue 4, "Tests"): 32 streaming clients × several
 // requests each, every stream complete and well formed, every KV block free at
-// the end; a request's greedy output does not depend on what it was batched
-// with (DESIGN §6).
+// the end; a request's greedy or seeded output does not depend on what it was
+// batched with (DESIGN §6).
 import {after, before, test} from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -31,8 +31,12 @@ after(async () => {
   if (r) assert.equal(r.code, 0, `izwi-server exited with ${JSON.stringify(r)}; output:\n${server.log().slice(-3000)}`);
 });
 
+// Variant i: prompt i % 4, greedy when i % 8 < 4, else sampled with a seed
+// (DESIGN §6: batch composition does not change a seeded request's output).
+const VARIANTS = 2 * PROMPTS.length;
 const body = (i, extra = {}) => ({
-  model: MODEL_ID, stream: true, max_tokens: MAX_TOKENS, temperature: 0, stream_options: {include_usage: true},
+  model: MODEL_ID, stream: true, max_tokens: MAX_TOKENS, stream_options: {include_usage: true},
+  ...(i % VARIANTS < PROMPTS.length ? {temperature: 0} : {temperature: 0.9, top_p: 0.95, seed: 1000 + i % VARIANTS}),
   messages: [{role: "user", content: PROMPTS[i % PROMPTS.length]}], ...extra,
 });
 
@@ -40,11 +44,11 @@ test(`${CLIENTS} streaming clients × ${REQUESTS_PER_CLIENT} requests: no error,
      {timeout: 600000}, async () => {
   // Each prompt's reply alone, as the reference for the batched ones.
   const alone = [];
-  for (let i = 0; i < PROMPTS.length; ++i) {
+  for (let i = 0; i < VARIANTS; ++i) {
     const r = await streamRequest(server, body(i));
     assert.equal(r.status, 200, r.text.slice(0, 300));
     const s = checkStream(r.text, {includeUsage: true});
-    assert.deepEqual(s.problems, [], `prompt ${i} alone`);
+    assert.deepEqual(s.problems, [], `variant ${i} alone`);
     alone.push(s.text);
   }
 
@@ -73,8 +77,8 @@ test(`${CLIENTS} streaming clients × ${REQUESTS_PER_CLIENT} requests: no error,
           if (s.finishReason === "length" && s.usage.completion_tokens !== MAX_TOKENS)
             failures.push(`${where}: finish_reason length after ${s.usage.completion_tokens} tokens`);
         }
-        if (s.text !== alone[i % PROMPTS.length])
-          failures.push(`${where}: batched reply ${JSON.stringify(s.text)} != alone ${JSON.stringify(alone[i % PROMPTS.length])}`);
+        if (s.text !== alone[i % VARIANTS])
+          failures.push(`${where}: batched reply ${JSON.stringify(s.text)} != alone ${JSON.stringify(alone[i % VARIANTS])}`);
       }
     } finally {
       agent.destroy();
