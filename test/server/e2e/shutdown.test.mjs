@@ -87,7 +87,10 @@ test("while the model loads: /health 503, and a request for it 503 (not 404)", {
     assert.equal(health, 503, "/health while loading");
     // Sent while /health said 503: either still loading (503) or loaded meanwhile (200).
     assert.ok(r.status === 503 || r.status === 200, `a request during loading: ${r.status} ${r.text.slice(0, 300)}`);
-    if (r.status === 503) checkErrorEnvelope(assert, r, 503, "during loading");
+    if (r.status === 503) {
+      checkErrorEnvelope(assert, r, 503, "during loading");
+      assert.ok(Number(r.headers["retry-after"]) >= 1, `503 while loading without Retry-After`);
+    }
   } finally {
     await server.stop();
   }
