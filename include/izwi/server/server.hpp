@@ -41,6 +41,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "izwi/server/api_error.hpp"
@@ -147,6 +148,7 @@ class Server final : private http::SessionHost {
   void session_closed(http::Session* session) noexcept override;
 
   void on_accept(boost::asio::ip::tcp::socket&& socket);
+  void on_signal(const boost::system::error_code& ec, int signal);
   void add_default_routes();
   void shutdown_sequence();
 
@@ -202,6 +204,7 @@ class Server final : private http::SessionHost {
   // the io_context lives.
   boost::asio::thread_pool prep_pool_;
   std::shared_ptr<http::Listener> listener_;
+  std::optional<boost::asio::signal_set> signals_;
   std::vector<std::thread> io_threads_;
 };
 

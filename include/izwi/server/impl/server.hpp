@@ -2,6 +2,8 @@
 // Server bodies. Included by izwi/server/server.hpp.
 
 #include <csignal>
+#include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -337,8 +339,11 @@ inline Server::~Server() {
 }
 
 inline unsigned short Server::start() {
-  if (started_.exchange(true)) return port_;
+  std::lock_guard lock(state_mutex_);
+  if (started_.load()) return port_;
   namespace net = boost::asio;
+  // Throws (address in use, bad address) before anything runs: the server
+  // stays unstarted and start() may be called again.
   const net::ip::tcp::endpoint endpoint(net::ip::make_address(config_.host), config_.port);
   listener_ = std::make_shared<http::Listener>(ioc_, endpoint,
                                                [this](net::ip::tcp::socket&& socket) { on_accept(std::move(socket)); });
@@ -347,23 +352,32 @@ inline unsigned short Server::start() {
   listener_->run();
   const std::size_t n = config_.io_threads ? config_.io_threads : 1;
   for (std::size_t i = 0; i < n; ++i) io_threads_.emplace_back([this] { ioc_.run(); });
+  started_.store(true);
   return port_;
 }
 
 inline void Server::run() {
   start();
-  std::optional<boost::asio::signal_set> signals;
   if (config_.handle_signals) {
-    signals.emplace(ioc_, SIGINT, SIGTERM);
-    signals->async_wait([this](const boost::system::error_code& ec, int signal) {
-      if (ec) return;
-      detail::log_line(std::string("izwi-server: ") + (signal == SIGINT ? "SIGINT" : "SIGTERM") +
-                       ", shutting down (in-flight requests get " +
-                       std::to_string(config_.shutdown_grace.count()) + " ms)");
-      stop();
-    });
+    signals_.emplace(ioc_, SIGINT, SIGTERM);
+    signals_->async_wait([this](const boost::system::error_code& ec, int signal) { on_signal(ec, signal); });
   }
   wait();
+}
+
+// First signal: graceful stop. A second one while in-flight requests still
+// run: the operator insists, exit now (as uvicorn does).
+inline void Server::on_signal(const boost::system::error_code& ec, int signal) {
+  if (ec) return;
+  const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+  if (stopping()) {
+    detail::log_line(std::string("izwi-server: second ") + name + ", exiting without waiting");
+    std::_Exit(1);
+  }
+  detail::log_line(std::string("izwi-server: ") + name + ", shutting down (in-flight requests get " +
+                   std::to_string(config_.shutdown_grace.count()) + " ms; again to exit at once)");
+  stop();
+  signals_->async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
 }
 
 inline void Server::stop() {
@@ -570,10 +584,14 @@ inline std::shared_ptr<AnyEngine> Server::resolve_model(const std::string& name,
     throw ApiError::bad_request("You must provide a model parameter (loaded: " + loaded_model_names(task) + ").",
                                 "model");
   std::shared_ptr<AnyEngine> engine = registry_.find(name);
-  if (!engine)
+  if (!engine) {
+    // A model on its way in is a retryable 503, not a permanent 404.
+    if (registry_.state(name) == ModelState::loading)
+      throw ApiError::unavailable("The model `" + openai::sanitize_utf8(name.substr(0, 200)) + "` is loading.", 5);
     throw ApiError(404, "invalid_request_error",
                    "The model `" + openai::sanitize_utf8(name.substr(0, 200)) + "` does not exist.", "model",
                    "model_not_found");
+  }
   if (!engine->serves(task))
     throw ApiError::bad_request("The model `" + name + "` does not serve " + std::string(detail::task_words(task)) +
                                     ".",
