@@ -443,6 +443,10 @@ inline void Server::shutdown_sequence() {
 }
 
 inline void Server::on_accept(boost::asio::ip::tcp::socket&& socket) {
+  // SSE chunks are small writes: without TCP_NODELAY, Nagle holds one back
+  // until the previous is acknowledged (up to a delayed ACK, ~40 ms).
+  boost::system::error_code ec;
+  socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   http::SessionHost& host = *this;
   auto session = std::make_shared<http::Session>(std::move(socket), host);
   bool reject = false;

@@ -122,8 +122,10 @@ inline void Session::on_header(beast::error_code ec) {
       return fail_request(ApiError(413, "invalid_request_error",
                                    "Request body is over the limit of " +
                                        std::to_string(host_.limits().max_body_bytes) + " bytes."));
-    if (ec == beast::http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
-        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+    // The client left (or was too slow) mid-header: nobody to answer.
+    if (ec == beast::http::error::end_of_stream || ec == beast::http::error::partial_message ||
+        ec == beast::error::timeout || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted)
       return close();
     return fail_request(ApiError::bad_request("Malformed HTTP request."));
   }
