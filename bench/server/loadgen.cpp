@@ -290,6 +290,7 @@ struct Sample {
   long output_tokens = 0;
   long prompt_tokens = -1;
   bool usage_seen = false;
+  int reconnects = 0;  // stale keep-alive connections replaced before the request was answered
 };
 
 // Server-sent events, fed with raw body bytes; events are dispatched on the
@@ -420,7 +421,6 @@ awaitable<Sample> one_request(Connection& c, const Options& o, const Target& t, 
   Sample s;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.request_timeout));
   try {
-    co_await ensure_open(c, t, o.request_timeout);
     http::request<http::string_body> req{http::verb::post,
                                          endpoint(t, o.completions ? "/completions" : "/chat/completions"), 11};
     req.set(http::field::host, t.host + ":" + std::to_string(t.port));
@@ -432,14 +432,37 @@ awaitable<Sample> one_request(Connection& c, const Options& o, const Target& t, 
     req.body() = make_body(o, model, index);
     req.prepare_payload();
 
-    const auto sent = Clock::now();
-    c.stream.expires_after(timeout);
-    co_await http::async_write(c.stream, req, use_awaitable);
-
-    http::response_parser<http::buffer_body> parser;
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    c.stream.expires_after(timeout);
-    co_await http::async_read_header(c.stream, c.buffer, parser, use_awaitable);
+    Clock::time_point sent;
+    std::optional<http::response_parser<http::buffer_body>> fresh;
+    for (int attempt = 0;; ++attempt) {
+      const bool reused = c.open;
+      co_await ensure_open(c, t, o.request_timeout);
+      fresh.emplace();
+      fresh->body_limit(std::numeric_limits<std::uint64_t>::max());
+      sent = Clock::now();
+      c.stream.expires_after(timeout);
+      auto [ec, written] = co_await http::async_write(c.stream, req, as_tuple_awaitable);
+      if (!ec) {
+        c.stream.expires_after(timeout);
+        auto [read_ec, read] = co_await http::async_read_header(c.stream, c.buffer, *fresh, as_tuple_awaitable);
+        ec = read_ec;
+      }
+      if (!ec) break;
+      // A kept-alive connection that the server closed after its previous
+      // response (llama-server does so after a stream, without saying
+      // "Connection: close") fails before any byte of the answer: the server
+      // never saw this request, so it is sent once more on a new connection,
+      // timed from the new send.
+      const bool stale = ec == http::error::end_of_stream || ec == net::error::eof ||
+                         ec == net::error::connection_reset || ec == net::error::broken_pipe;
+      if (reused && attempt == 0 && stale) {
+        close(c);
+        ++s.reconnects;
+        continue;
+      }
+      throw boost::system::system_error(ec);
+    }
+    auto& parser = *fresh;
     const auto status = parser.get().result_int();
     std::string error_body;
     SseReader sse(o.completions);
@@ -593,7 +616,7 @@ double percentile(std::vector<double> v, double p) {
 
 struct Report {
   long requests = 0, ok = 0, errors = 0, usage = 0;
-  long output_tokens = 0, chunks = 0;
+  long output_tokens = 0, chunks = 0, reconnects = 0;
   double prompt_tokens_mean = std::nan(""), output_tokens_mean = 0;
   double wall = 0, rps = 0, tps = 0;
   double ttft_p50 = 0, ttft_p99 = 0, ttft_mean = 0, itl_p50 = 0, itl_p99 = 0, tpot_p50 = 0, tpot_p99 = 0,
@@ -611,6 +634,7 @@ Report summarize(const Run& run, bool capped) {
   long prompt_n = 0;
   for (const auto& s : run.samples) {
     ++r.requests;
+    r.reconnects += s.reconnects;
     if (!s.ok) {
       ++r.errors;
       ++r.error_kinds[s.error.substr(0, 160)];
@@ -674,6 +698,7 @@ void print_report(const Options& o, const std::string& model, const Report& r) {
         {"prompt_tokens_mean", number_or_null(r.prompt_tokens_mean)},
         {"requests_with_usage", r.usage},
         {"content_chunks", r.chunks},
+        {"reconnects", r.reconnects},
         {"ttft_ms", json::object{{"mean", number_or_null(r.ttft_mean * 1e3)},
                                  {"p50", number_or_null(r.ttft_p50 * 1e3)},
                                  {"p99", number_or_null(r.ttft_p99 * 1e3)}}},
@@ -693,7 +718,8 @@ void print_report(const Options& o, const std::string& model, const Report& r) {
   std::printf("%s %s, model '%s', concurrency %d, max_tokens %d, ~%d prompt tokens%s\n", o.url.c_str(),
               o.completions ? "/v1/completions" : "/v1/chat/completions", model.c_str(), o.concurrency,
               o.max_tokens, o.prompt_tokens, r.capped ? "  [HARD CAP REACHED]" : "");
-  std::printf("requests      %ld completed, %ld errors, %.2f s\n", r.ok, r.errors, r.wall);
+  std::printf("requests      %ld completed, %ld errors, %.2f s, %ld stale connections replaced\n", r.ok, r.errors,
+              r.wall, r.reconnects);
   std::printf("throughput    %.3f requests/s, %.2f output tokens/s\n", r.rps, r.tps);
   std::printf("tokens        %.1f out / %.1f prompt per request (usage on %ld of %ld), %.2f tokens/chunk\n",
               r.output_tokens_mean, r.prompt_tokens_mean, r.usage, r.ok,
@@ -782,7 +808,7 @@ awaitable<void> mock_session(tcp::socket socket) {
     auto parsed = json::parse(req.body(), parse_error);
     const json::object empty;
     const auto& body = !parse_error && parsed.is_object() ? parsed.get_object() : empty;
-    const bool chat = req.target() == "/v1/chat/completions";
+    const bool chat = req.target().ends_with("/v1/chat/completions");
     auto field = [&](std::string_view key) -> json::value { auto* p = body.if_contains(key); return p ? *p : json::value(); };
     const std::int64_t max_tokens = field("max_tokens").is_int64() ? field("max_tokens").get_int64() : 16;
     if (field("model") != json::value("mock-model") || field("ignore_eos") != json::value(true)) {
@@ -824,7 +850,9 @@ awaitable<void> mock_session(tcp::socket socket) {
     std::string done = "data: [DONE]\n\n";
     co_await net::async_write(stream, http::make_chunk(net::buffer(done)), use_awaitable);
     co_await net::async_write(stream, http::make_chunk_last(), use_awaitable);
-    if (!req.keep_alive()) co_return;
+    // Under /closing the mock drops the connection after each stream without
+    // announcing it, as llama-server does.
+    if (!req.keep_alive() || req.target().starts_with("/closing")) co_return;
   }
 }
 
@@ -880,6 +908,19 @@ int self_test() {
     for (long sent = 0; sent < 20; ++events) sent += (sent % 3 == 2 && sent + 2 <= 20) ? 2 : 1;
     check(r.chunks == 12 * events, what + ": content chunks counted (" + std::to_string(r.chunks) + ")");
     check(r.ttft_p50 > 0.001 && r.itl_p50 > 0.001 && r.tpot_p50 > 0.0005, what + ": latencies measured");
+  }
+  {  // a server that silently closes kept-alive connections after each stream
+    Options o;
+    o.url = "http://127.0.0.1:" + std::to_string(port) + "/closing";
+    o.requests = 4;
+    o.max_tokens = 5;
+    o.max_seconds = 30;
+    o.request_timeout = 10;
+    Target t = parse_url(o.url);
+    std::string model = "mock-model";
+    Report r = run_load(ioc, o, t, model);
+    check(r.ok == 4 && r.errors == 0 && r.reconnects == 3, "stale keep-alive connections replaced (" +
+                                                              std::to_string(r.reconnects) + ")");
   }
   {  // errors are counted, not fatal: the mock rejects a request without ignore_eos
     Options o;
