@@ -27,6 +27,10 @@
 // and vLLM honour it; --no-ignore-eos leaves it out) so both servers generate
 // the same number of tokens.
 //
+// Each worker keeps its connection alive between requests; a connection the
+// server closed after its last response (llama-server does, unannounced) is
+// replaced and the request sent again, timed from the new send ("reconnects").
+//
 // Run `izwi-loadgen --self-test` to check the client against a small mock SSE
 // server it starts on 127.0.0.1 itself.
 #include <boost/asio.hpp>
