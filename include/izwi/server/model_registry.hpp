@@ -105,6 +105,8 @@ class ModelRegistry {
  private:
   struct Slot;
   void post(std::function<void()> job);
+  /// The worker's half of a load: runs the loader, records the outcome, tells `done`.
+  void run_load(const std::shared_ptr<Slot>& slot, bool startup, Done done);
   void worker_loop();
 
   Loader loader_;

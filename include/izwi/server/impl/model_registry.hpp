@@ -150,27 +150,7 @@ inline void ModelRegistry::load_path(const std::filesystem::path& path, std::opt
     slots_.emplace(slot->id, slot);
     ++startup_pending_;
   }
-  post([this, slot, done = std::move(done)] {
-    std::optional<ApiError> failure;
-    std::shared_ptr<AnyEngine> engine;
-    try {
-      engine = loader_(slot->id, slot->path);
-    } catch (const std::exception& e) {
-      failure = ApiError::bad_request(std::string("loading '") + slot->id + "' failed: " + e.what(), "id");
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (engine) {
-        slot->engine = std::move(engine);
-        slot->state = ModelState::loaded;
-      } else {
-        slot->state = ModelState::failed;
-        slot->error = failure->what();
-      }
-      --startup_pending_;
-    }
-    if (done) done(std::move(failure));
-  });
+  post([this, slot, done = std::move(done)]() mutable { run_load(slot, /*startup=*/true, std::move(done)); });
 }
 
 inline void ModelRegistry::load(std::string_view id, Done done) {
@@ -195,27 +175,30 @@ inline void ModelRegistry::load(std::string_view id, Done done) {
     if (done) done(e);
     return;
   }
-  post([this, slot, done = std::move(done)] {
-    std::optional<ApiError> failure;
-    std::shared_ptr<AnyEngine> engine;
-    try {
-      engine = loader_(slot->id, slot->path);
-    } catch (const std::exception& e) {
-      // The admin asked for this model: tell them why it failed.
-      failure = ApiError::bad_request("loading '" + slot->id + "' failed: " + e.what(), "id");
+  post([this, slot, done = std::move(done)]() mutable { run_load(slot, /*startup=*/false, std::move(done)); });
+}
+
+inline void ModelRegistry::run_load(const std::shared_ptr<Slot>& slot, bool startup, Done done) {
+  std::optional<ApiError> failure;
+  std::shared_ptr<AnyEngine> engine;
+  try {
+    engine = loader_(slot->id, slot->path);
+  } catch (const std::exception& e) {
+    // Whoever asked for this model (operator or admin) is told why it failed.
+    failure = ApiError::bad_request("loading '" + slot->id + "' failed: " + e.what(), "id");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (engine) {
+      slot->engine = std::move(engine);
+      slot->state = ModelState::loaded;
+    } else {
+      slot->state = ModelState::failed;
+      slot->error = failure->what();
     }
-    {
-      std::lock_guard lock(mutex_);
-      if (engine) {
-        slot->engine = std::move(engine);
-        slot->state = ModelState::loaded;
-      } else {
-        slot->state = ModelState::failed;
-        slot->error = failure->what();
-      }
-    }
-    if (done) done(std::move(failure));
-  });
+    if (startup) --startup_pending_;
+  }
+  if (done) done(std::move(failure));
 }
 
 inline void ModelRegistry::unload(std::string_view id, std::chrono::milliseconds grace, Done done) {
