@@ -24,6 +24,7 @@
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/stock_engines.hpp"
 
 namespace {
 

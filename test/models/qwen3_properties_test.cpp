@@ -17,6 +17,7 @@
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
+#include "izwi/stock_engines.hpp"
 #include "models/random_qwen3.hpp"
 
 using namespace izwi;

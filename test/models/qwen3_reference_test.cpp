@@ -20,6 +20,7 @@
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/stock_engines.hpp"
 #include "models/random_qwen3.hpp"
 
 namespace fs = std::filesystem;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/config.hpp"
 #include "izwi/concepts/model_family.hpp"
 #include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
@@ -137,3 +138,6 @@ static_assert(ModelFamily<Qwen3>, "Qwen3 must satisfy the ModelFamily concept");
 }  // namespace izwi
 
 #include "izwi/models/impl/qwen3.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_load.ipp"
+#endif
