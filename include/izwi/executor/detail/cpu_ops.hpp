@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/step.hpp"
@@ -22,6 +23,8 @@ namespace izwi::detail {
 
 class CpuOps {
  public:
+  using policy_category = backend_ops_tag;
+  using weight_type = kernels::cpu::WeightMatrix;
   /// One sequence of the step for attention: query rows [first_row,
   /// first_row + num_tokens) at positions [num_computed, num_computed +
   /// num_tokens); keys and values come through its block table.

@@ -18,7 +18,7 @@ namespace izwi {
 ///   ops.silu_mul(gate, up, n)                       gate = silu(gate) * up
 ///   ops.add(x, y, n)                                x += y
 ///   ops.gather_rows(x, dim, rows, out)              out[i] = x[rows[i]]
-template <class Ops, KVCachePolicy K>
+template <BackendOps Ops, KVCachePolicy K>
 void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
                     K& kv, float* logits) const {
   const Qwen3Config& c = config_;
