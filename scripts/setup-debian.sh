@@ -9,6 +9,9 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-14 libclang-rt-14-dev
   # library dependencies (DESIGN §Dependencies)
   libboost1.81-all-dev xtensor-dev libxsimd-dev librange-v3-dev
+  # Boost.JSON's compiled library (libboost_json.so): every JSON file izwi reads
+  # goes through it (issue 9); libboost1.81-all-dev does not pull it in
+  libboost-json1.81-dev
   catch2 libbenchmark-dev
   # XXH3-128 for the prefix-cache block hash (header-only use, XXH_INLINE_ALL)
   libxxhash-dev

@@ -25,7 +25,11 @@
 #include "izwi/stock_engines.hpp"
 #include "izwi/tokenizer/chat_template.hpp"
 
+#include <boost/program_options.hpp>
+
 namespace {
+
+namespace po = boost::program_options;
 
 struct Options {
   std::string model;
@@ -37,32 +41,44 @@ struct Options {
   bool thinking = true;
 };
 
-[[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout,
-               "usage: izwi-chat MODEL [--system TEXT] [--threads N] [--max-tokens N] [--temperature T] "
-               "[--no-think] [--prompt TEXT]\n");
-  std::exit(code);
-}
+constexpr const char* usage_line =
+    "usage: izwi-chat MODEL [--system TEXT] [--threads N] [--max-tokens N] [--temperature T] [--no-think] "
+    "[--prompt TEXT]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") usage(0);
-    else if (arg == "--system") o.system = value();
-    else if (arg == "--prompt") o.prompt = value();
-    else if (arg == "--threads") o.threads = std::stoul(value());
-    else if (arg == "--max-tokens") o.max_tokens = static_cast<std::uint32_t>(std::stoul(value()));
-    else if (arg == "--temperature") o.temperature = std::stof(value());
-    else if (arg == "--no-think") o.thinking = false;
-    else if (!arg.empty() && arg[0] == '-') usage(2);
-    else o.model = arg;
+  po::options_description options("options");
+  options.add_options()
+      ("system", po::value(&o.system)->value_name("TEXT"), "system message")
+      ("prompt", po::value(&o.prompt)->value_name("TEXT"), "answer this one turn and exit (else read turns from stdin)")
+      ("threads", po::value(&o.threads)->value_name("N")->default_value(o.threads), "CPU threads (0: all cores)")
+      ("max-tokens", po::value(&o.max_tokens)->value_name("N")->default_value(o.max_tokens), "longest reply")
+      ("temperature", po::value(&o.temperature)->value_name("T")->default_value(o.temperature, "0.6"), "sampling temperature")
+      ("no-think", po::bool_switch(), "turn Qwen3's thinking off")
+      ("help,h", "show this help");
+  po::options_description hidden;
+  hidden.add_options()("model", po::value(&o.model));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "izwi-chat: " << e.what() << "\n" << usage_line << options;
+    std::exit(2);
   }
-  if (o.model.empty()) usage(2);
+  if (vm.count("help")) {
+    std::cout << usage_line << options;
+    std::exit(0);
+  }
+  o.thinking = !vm["no-think"].as<bool>();
+  if (o.model.empty()) {
+    std::cerr << "izwi-chat: MODEL is required\n" << usage_line << options;
+    std::exit(2);
+  }
   return o;
 }
 
