@@ -26,6 +26,9 @@ packages=(
   # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);
   # Debian 12 ships it in the prometheus package (2.42)
   prometheus
+  # qemu-x86_64 runs the kernel tests on emulated older CPUs (Westmere: no AVX,
+  # Haswell: no AVX-512) to check the runtime kernel dispatch (issue 10)
+  qemu-user
 )
 # Node.js and npm (references from the npm registry): the machine image may
 # already carry a newer Node.js with its own npm; Debian's packages only fill a gap.

@@ -22,6 +22,7 @@
 
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
@@ -118,7 +119,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < reps; ++r) total += once();
     return total / static_cast<double>(reps);
   };
-  std::printf("model: %s, threads: %zu\n", description.c_str(), used_threads);
+  std::printf("model: %s, threads: %zu, CPU kernels: %s\n", description.c_str(), used_threads,
+              izwi::kernels::cpu::active_kernels().name);
   const double pp_seconds = mean_of([&] { return run(engine, 1, pp, 1, salt); });
   std::printf("izwi  pp%zu  %8.2f tokens/s\n", pp, static_cast<double>(pp) / pp_seconds);
   // tg: the one-token prompt's own step is part of the time, as llama-bench's tg

@@ -15,10 +15,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
@@ -91,10 +93,21 @@ void draw_progress(std::size_t done, std::size_t total) {
   if (done >= total) std::fputc('\n', stderr);
 }
 
+/// The CPU kernel variant chosen for this CPU (kernels/cpu/dispatch.hpp),
+/// and the ones IZWI_CPU_ARCH could force instead.
+void log_cpu_kernels() {
+  std::string built;
+  for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names())
+    built += (built.empty() ? "" : "|") + std::string(name);
+  std::fprintf(stderr, "%s: CPU kernels: %s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-chat",
+               izwi::kernels::cpu::active_kernels().name, built.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options options = parse(argc, argv);
+  log_cpu_kernels();
   izwi::Qwen3LoadOptions load;
   load.on_progress = draw_progress;
   izwi::Qwen3 model = izwi::Qwen3::load(options.model, load);
