@@ -1182,28 +1182,65 @@ TEST_CASE("engine handle: a request submitted while the model shuts down finishe
   CHECK_THROWS_AS(model.submit(izwi::Request{}), izwi::unavailable);
 }
 
+namespace {
+
+/// A model whose status() takes a while: entries() is then still reading the
+/// table's engines when an unload resets one.
+class SlowStatusEngine final : public izwi::server::AnyEngine {
+ public:
+  explicit SlowStatusEngine(std::string id) { info_.id = std::move(id); }
+  const izwi::server::ModelInfo& info() const noexcept override { return info_; }
+  std::vector<izwi::TokenId> encode(std::string_view) const override { return {1}; }
+  std::string render_chat(std::span<const izwi::tokenizer::ChatMessage>,
+                          const izwi::tokenizer::ChatTemplateOptions&) const override {
+    return {};
+  }
+  std::string token_bytes(izwi::TokenId) const override { return {}; }
+  std::size_t vocab_size() const noexcept override { return 1; }
+  izwi::ResponseStream submit(izwi::Request) override { throw izwi::unavailable("not serving"); }
+  std::string metrics_text() const override { return {}; }
+  izwi::server::EngineStatus status() const override {
+    std::this_thread::sleep_for(2ms);
+    return {};
+  }
+  void shutdown(std::chrono::steady_clock::time_point) override {}
+
+ private:
+  izwi::server::ModelInfo info_;
+};
+
+}  // namespace
+
 TEST_CASE("registry: entries() while models load and unload (ThreadSanitizer)", "[server][registry][threads]") {
   ModelRegistry registry([](const std::string& id, const std::filesystem::path&) {
-    FakeEngineOptions o;
-    o.id = id;
-    return std::make_unique<FakeEngine>(o);
+    return std::make_unique<SlowStatusEngine>(id);
   });
+  auto load = [&](const std::string& id) {
+    std::promise<void> done;
+    registry.load_path(id, id, [&](std::optional<izwi::server::ApiError>) { done.set_value(); });
+    done.get_future().wait();
+  };
+  load("a");  // listed first: its slow status() is read while "b" unloads
+  load("b");
   std::atomic<bool> stop{false};
+  std::atomic<int> listings{0};
   std::thread reader([&] {
     while (!stop.load()) {
       for (const auto& e : registry.entries()) (void)e.status;
+      ++listings;
     }
   });
-  for (int round = 0; round < 20; ++round) {
-    std::promise<void> loaded, unloaded;
-    registry.load_path("m", std::string("m"), [&](std::optional<izwi::server::ApiError>) { loaded.set_value(); });
-    loaded.get_future().wait();
-    registry.unload("m", 0ms, [&](std::optional<izwi::server::ApiError>) { unloaded.set_value(); });
+  for (int round = 0; round < 30; ++round) {
+    std::promise<void> unloaded;
+    registry.unload("b", 0ms, [&](std::optional<izwi::server::ApiError>) { unloaded.set_value(); });
     unloaded.get_future().wait();
+    std::this_thread::sleep_for(1ms);
+    load("b");
   }
   stop = true;
   reader.join();
-  CHECK(registry.find("m") == nullptr);
+  CHECK(listings.load() > 0);
+  CHECK(registry.find("b") != nullptr);
 }
 
 TEST_CASE("registry: one id per checkpoint; load errors do not show the models directory", "[server][registry]") {

@@ -162,7 +162,9 @@ async function badInput(r) {
   ];
   const i = Math.floor(r() * cases.length);
   const statuses = await raw("bad", cases[i](), {expect: 1});
-  if (statuses && !(statuses[0] >= 400 && statuses[0] < 500))
+  // Case 3 names the model before its length is checked: while the model is
+  // unloaded or loading it is refused as any request is (404, 503).
+  if (statuses && !(statuses[0] >= 400 && statuses[0] < 500) && !(i === 3 && REFUSALS.has(statuses[0])))
     stats.malformed.push(`bad input ${i}: answered ${statuses[0]}`);
   if (statuses && statuses.length > 1 && i === 1) stats.malformed.push("a smuggled body was run as a request");
 }
@@ -256,9 +258,10 @@ test(`soak: ${CLIENTS} clients for ${SECONDS} s with unloads and loads; no crash
     waiting_at_end: idle.waiting,
     rss_mib: {first: +(rss[0].kib / 1024).toFixed(1), max_first_half: +(maxOf(half) / 1024).toFixed(1),
               max_second_half: +(maxOf(late) / 1024).toFixed(1), last: +(rss.at(-1).kib / 1024).toFixed(1),
-              samples: rss.length},
+              samples: rss.length,
+              every_10s: rss.filter((_, k) => k % 5 === 0).map((x) => +(x.kib / 1024).toFixed(1))},
   };
-  console.log(`soak figures: ${JSON.stringify(figures, null, 1)}`);
+  console.log(`soak figures: ${JSON.stringify(figures)}`);
 
   assert.deepEqual(stats.unanswered.slice(0, 20), [], "requests left without an answer");
   assert.deepEqual(stats.serverErrors.slice(0, 20), [], "5xx answers");
