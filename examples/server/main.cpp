@@ -43,9 +43,14 @@ HTTP:
   --port N                   port (default 8000; 0 picks a free one, printed at start)
   --api-key KEY              require 'Authorization: Bearer KEY' (repeatable; also
                              IZWI_API_KEY); /health, /livez, /readyz, /metrics stay open
+  --admin-api-key KEY        the key of /v1/admin/* (load, unload, admin views;
+                             repeatable; also IZWI_ADMIN_API_KEY). Inference keys never
+                             open them; without one they answer 403
   --http-threads N           I/O threads (default 2)
   --max-body-mb N            largest request body in MB (default 25) -> 413
-  --max-connections N        open connections (default 1024); beyond, 503
+  --max-connections N        open connections (default 1024, lowered to fit the
+                             open-file limit, which start-up raises to the hard limit);
+                             beyond, 503
   --header-timeout-s N       seconds to send a request's headers (default 10)
   --body-timeout-s N         seconds to send a request's body (default 60)
   --idle-timeout-s N         keep-alive connections idle this long are closed (default 30)
@@ -90,6 +95,7 @@ Options parse_args(int argc, char** argv) {
   Options o;
   o.server.handle_signals = true;
   if (const char* key = std::getenv("IZWI_API_KEY"); key && *key) o.server.api_keys.emplace_back(key);
+  if (const char* key = std::getenv("IZWI_ADMIN_API_KEY"); key && *key) o.server.admin_api_keys.emplace_back(key);
   using std::chrono::milliseconds;
   using std::chrono::seconds;
   for (int i = 1; i < argc; ++i) {
@@ -112,6 +118,8 @@ Options parse_args(int argc, char** argv) {
       o.server.port = parse_number<unsigned short>(arg, value(), 0, 65535);
     } else if (arg == "--api-key") {
       o.server.api_keys.emplace_back(value());
+    } else if (arg == "--admin-api-key") {
+      o.server.admin_api_keys.emplace_back(value());
     } else if (arg == "--http-threads") {
       o.server.io_threads = parse_number<std::size_t>(arg, value(), 1, 256);
     } else if (arg == "--max-body-mb") {
@@ -185,6 +193,10 @@ int main(int argc, char** argv) {
   if (options.models_dir && !std::filesystem::is_directory(*options.models_dir))
     usage_error("--models-dir " + options.models_dir->string() + " is not a directory");
 
+  // The usual soft limit (1024 files) is what --max-connections alone would
+  // take; the server also lowers its connection limit to fit what is left.
+  izwi::server::http::raise_open_file_limit();
+
   izwi::server::ModelRegistry registry(izwi::server::cpu_model_loader(options.loader), options.models_dir);
   izwi::server::Server server(options.server, registry);
 
@@ -224,9 +236,11 @@ int main(int argc, char** argv) {
                  static_cast<unsigned>(options.server.port), e.what());
     return 1;
   }
-  std::fprintf(stderr, "izwi-server: listening on http://%s:%u (%zu HTTP threads%s)\n", options.server.host.c_str(),
+  std::fprintf(stderr, "izwi-server: listening on http://%s:%u (%zu HTTP threads%s%s)\n", options.server.host.c_str(),
                static_cast<unsigned>(server.port()), options.server.io_threads,
-               options.server.api_keys.empty() ? ", no API key" : ", API key required");
+               options.server.api_keys.empty() ? ", no API key" : ", API key required",
+               options.server.admin_api_keys.empty() ? ", admin endpoints off (no --admin-api-key)"
+                                                     : ", admin key required");
   if (load_failed) server.stop();  // a load that failed before the server started
 
   server.run();  // until SIGINT/SIGTERM

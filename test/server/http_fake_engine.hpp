@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 
@@ -81,6 +82,7 @@ class FakeEngine final : public server::AnyEngine {
   std::string token_bytes(TokenId id) const override { return std::string(1, static_cast<char>('a' + id % 26)); }
   std::size_t vocab_size() const noexcept override { return 1000; }
   ResponseStream submit(Request request) override {
+    std::shared_lock lock(submit_mutex_);  // as EngineModel: never queued after shutdown looked
     if (draining_) throw unavailable("model '" + info_.id + "' is shutting down");
     return engine_->generate_streaming(std::move(request));
   }
@@ -92,7 +94,10 @@ class FakeEngine final : public server::AnyEngine {
   void shutdown(std::chrono::steady_clock::time_point deadline) override {
     std::lock_guard lock(mutex_);
     if (shut_down_) return;
-    draining_ = true;
+    {
+      std::unique_lock submits(submit_mutex_);
+      draining_ = true;
+    }
     while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (engine_->abort_all() > 0) {
@@ -108,6 +113,7 @@ class FakeEngine final : public server::AnyEngine {
   std::unique_ptr<EngineType> engine_;
   server::ModelInfo info_;
   std::atomic<bool> draining_{false};
+  std::shared_mutex submit_mutex_;
   std::mutex mutex_;
   bool shut_down_ = false;
 };

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,6 +124,10 @@ class EngineModel final : public AnyEngine {
   std::unique_ptr<Engine> engine_;
   ModelInfo info_;
   std::atomic<bool> draining_{false};
+  // Submits hold it shared; shutdown takes it exclusively to start draining,
+  // so a request is either refused or queued before shutdown looks for
+  // unfinished requests (and is finished or aborted), never queued after.
+  std::shared_mutex submit_mutex_;
   std::mutex shutdown_mutex_;
   bool shut_down_ = false;
 };

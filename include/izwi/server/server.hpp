@@ -16,8 +16,9 @@
 //   GET  /v1/models, /v1/models/{id}
 //   POST /v1/audio/speech, /v1/audio/transcriptions, /v1/audio/translations
 //   GET  /health, /livez, /readyz, /metrics          (no API key needed)
-//   GET  /v1/admin/models, /v1/admin/models/{id}
+//   GET  /v1/admin/models, /v1/admin/models/{id}  (admin key: admin_api_keys)
 //   POST /v1/admin/models/{id}/load, /v1/admin/models/{id}/unload
+//   HEAD on every GET route (GET's headers, no body)
 //
 // Errors are OpenAI's envelope ({"error": {message, type, param, code}});
 // a 500 says nothing of internals (the log has the details, with the request id).
@@ -28,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <exception>
@@ -35,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -66,6 +69,9 @@ struct ServerConfig {
   unsigned short port = 8000;
   /// Accepted keys for `Authorization: Bearer KEY`; empty: no authentication.
   std::vector<std::string> api_keys;
+  /// Keys of the admin routes (/v1/admin/...), which load and unload models.
+  /// An inference key never opens them; empty: they answer 403.
+  std::vector<std::string> admin_api_keys;
   /// Asio threads for HTTP.
   std::size_t io_threads = 2;
   /// Threads that parse generation requests and tokenize their prompts (work
@@ -90,6 +96,16 @@ struct HandlerContext {
   http::Request& request;
   /// The route's placeholders (match.param("id")).
   const http::Router<std::function<void(HandlerContext&)>>::Match& match;
+};
+
+/// Who may call a route.
+enum class RouteAccess : std::uint8_t {
+  /// Anyone with an inference key (anyone, when no api_keys are set).
+  api_key,
+  /// Anyone (health, metrics).
+  open,
+  /// Admin keys only; closed (403) when no admin_api_keys are set.
+  admin,
 };
 
 class Server final : private http::SessionHost {
@@ -136,6 +152,7 @@ class Server final : private http::SessionHost {
   /// (the audio endpoints are meant to be replaced so). Call before start().
   /// `open`: no API key needed.
   void add_route(std::string method, std::string pattern, Handler handler, bool open = false);
+  void add_route(std::string method, std::string pattern, Handler handler, RouteAccess access);
 
  private:
   // http::SessionHost
@@ -146,6 +163,11 @@ class Server final : private http::SessionHost {
   void exchange_started() noexcept override;
   void exchange_finished(const http::Exchange& exchange) noexcept override;
   void session_closed(http::Session* session) noexcept override;
+  void session_failed(std::string_view request_id, std::string_view what) noexcept override;
+
+  void run_io_thread() noexcept;
+  void io_exception(std::string_view what) noexcept;
+  void check_admin_key(std::string_view authorization) const;
 
   void on_accept(boost::asio::ip::tcp::socket&& socket);
   void on_signal(const boost::system::error_code& ec, int signal);
@@ -179,9 +201,10 @@ class Server final : private http::SessionHost {
   ServerConfig config_;
   ModelRegistry& registry_;
   http::ApiKeys keys_;
+  http::ApiKeys admin_keys_;
   http::HttpMetrics metrics_;
   http::Router<Handler> router_;
-  std::unordered_map<std::string, bool> open_routes_;  // "METHOD pattern" -> open
+  std::unordered_map<std::string, RouteAccess> route_access_;  // "METHOD pattern" -> access
 
   std::atomic<bool> draining_{false};
   std::atomic<bool> started_{false};

@@ -176,7 +176,14 @@ export function rawExchange(server, bytes, {timeoutMs = 10000, halfClose = false
       clearTimeout(timer);
       sock.destroy();
       const data = Buffer.concat(chunks);
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(data.toString("latin1"));
+      // The first final status: interim 1xx responses (a 100 the server sends
+      // a half-closed client) come before it.
+      let m = /^HTTP\/1\.[01] (\d{3})/.exec(data.toString("latin1"));
+      for (const at of data.toString("latin1").matchAll(/(?:^|\r\n\r\n)HTTP\/1\.[01] (\d{3}) /g))
+        if (Number(at[1]) >= 200) {
+          m = at;
+          break;
+        }
       resolve({data, status: m ? Number(m[1]) : undefined, closedBy, error, elapsedMs: Date.now() - start});
     };
     const timer = setTimeout(() => finish("timeout"), timeoutMs);

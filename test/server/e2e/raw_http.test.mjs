@@ -13,7 +13,9 @@ import {
 } from "./harness.mjs";
 
 const KEY = "sk-izwi-e2e-raw";
+const ADMIN_KEY = "sk-izwi-e2e-raw-admin";
 const auth = authHeader(KEY);
+const adminAuth = authHeader(ADMIN_KEY);
 const MESSAGES = [{role: "user", content: "Say something long."}];
 
 // Limits small enough to test quickly (izwi-server --help: --max-body-mb,
@@ -35,7 +37,7 @@ function limitArgs() {
 
 let server;
 before(async () => {
-  server = await startServer({apiKey: KEY, args: limitArgs()});
+  server = await startServer({apiKey: KEY, args: [...limitArgs(), "--admin-api-key", ADMIN_KEY]});
 });
 after(async () => {
   const r = await server?.stop();
@@ -217,6 +219,42 @@ describe("401: API keys", () => {
   });
 });
 
+describe("admin routes", () => {
+  test("take the admin key only: an inference key or none is refused", async () => {
+    for (const headers of [{}, auth, authHeader("sk-wrong")]) {
+      const r = await request(server, {path: "/v1/admin/models", headers});
+      checkErrorEnvelope(assert, r, 401, `admin view with ${JSON.stringify(headers)}`);
+    }
+    const r = await request(server, {path: "/v1/admin/models", headers: adminAuth});
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+  });
+});
+
+describe("framing the server will not guess at (RFC 9112)", () => {
+  test("Transfer-Encoding without a final chunked: 400, closed, the body never run as a request", async () => {
+    const smuggled = `GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`;
+    const r = await rawExchange(server, `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+                                        `Authorization: Bearer ${KEY}\r\nTransfer-Encoding: gzip\r\n\r\n${smuggled}`);
+    assert.equal(r.status, 400);
+    assert.equal(r.closedBy, "server");
+    const responses = r.data.toString("latin1").match(/HTTP\/1\.1 \d{3} /g) ?? [];
+    assert.equal(responses.length, 1, `responses: ${r.data.toString("latin1").slice(0, 600)}`);
+  });
+
+  test("HTTP/1.1 without Host: 400", async () => {
+    const r = await rawExchange(server, `GET /v1/models HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`);
+    assert.equal(r.status, 400);
+  });
+
+  test("HEAD: GET's headers, no body", async () => {
+    const r = await rawExchange(server, `HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    assert.equal(r.status, 200);
+    const text = r.data.toString("latin1");
+    assert.match(text, /Content-Length: [1-9]/i);
+    assert.ok(text.endsWith("\r\n\r\n"), `a body after the head: ${JSON.stringify(text.slice(-80))}`);
+  });
+});
+
 describe("request ids", () => {
   test("X-Request-Id is honoured, or generated", async () => {
     const mine = await request(server, {path: "/v1/models", headers: {...auth, "x-request-id": "e2e-req-42"}});
@@ -278,12 +316,11 @@ describe("a client that disconnects mid-stream", () => {
     assert.ok(idle.ok, `after the disconnects: kv_cache_blocks_used ${idle.used}, running ${idle.running}, ` +
                        `waiting ${idle.waiting}`);
     // The admin view agrees with /metrics.
-    const admin = await request(server, {path: `/v1/admin/models/${MODEL_ID}`, headers: auth});
-    if (admin.status === 200) {
-      const st = admin.json.status ?? admin.json.data?.[0]?.status;
-      assert.equal(st?.num_kv_blocks_used, 0, `admin view: ${admin.text.slice(0, 500)}`);
-      assert.equal(st?.num_running, 0, `admin view: ${admin.text.slice(0, 500)}`);
-    }
+    const admin = await request(server, {path: `/v1/admin/models/${MODEL_ID}`, headers: adminAuth});
+    assert.equal(admin.status, 200, `admin view: ${admin.text.slice(0, 500)}`);
+    const st = admin.json.status;
+    assert.equal(st?.num_kv_blocks_used, 0, `admin view: ${admin.text.slice(0, 500)}`);
+    assert.equal(st?.num_running, 0, `admin view: ${admin.text.slice(0, 500)}`);
     const abortsAfter = metricValue((await getMetrics(server)).metrics, "izwi:request_success_total",
                                     {finished_reason: "abort"});
     assert.ok(abortsAfter >= abortsBefore + 4, `aborted requests counted: ${abortsBefore} -> ${abortsAfter}`);

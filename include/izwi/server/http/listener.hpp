@@ -4,7 +4,10 @@
 // Accepting survives transient errors (out of file descriptors) by pausing
 // briefly instead of spinning.
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -16,6 +19,33 @@
 #include <boost/beast/core/error.hpp>
 
 namespace izwi::server::http {
+
+/// The process's soft limit on open files (`ulimit -n`); a large number when unlimited.
+inline std::uint64_t open_file_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::uint64_t{1} << 32;
+  return static_cast<std::uint64_t>(limit.rlim_cur);
+}
+
+/// Raises the soft open-file limit to the hard one (the usual soft limit,
+/// 1024, is what the default --max-connections alone would use up).
+/// Returns the soft limit in force afterwards. A server program calls it at
+/// start-up; a library host decides for itself.
+inline std::uint64_t raise_open_file_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+#ifdef __APPLE__
+      // macOS refuses more than OPEN_MAX for an "unlimited" hard limit.
+      raised.rlim_cur = limit.rlim_cur > 10240 ? limit.rlim_cur : 10240;
+      ::setrlimit(RLIMIT_NOFILE, &raised);
+#endif
+    }
+  }
+  return open_file_limit();
+}
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
@@ -76,7 +106,10 @@ inline void Listener::accept() {
                                                               boost::asio::ip::tcp::socket socket) {
     if (self->stopped_ || ec == boost::asio::error::operation_aborted) return;
     if (ec) {
-      // EMFILE/ENFILE/ENOBUFS: let connections close, then try again.
+      // EMFILE/ENFILE/ENOBUFS: let connections close, then try again. The
+      // server keeps its connection limit below the open-file limit
+      // (connection_limit_for), so this is the rare case of descriptors
+      // taken by something else.
       self->retry_timer_.expires_after(std::chrono::milliseconds(50));
       self->retry_timer_.async_wait([self](boost::beast::error_code e) {
         if (!e) self->accept();

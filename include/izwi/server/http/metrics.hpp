@@ -7,10 +7,12 @@
 //   izwi_http_requests_in_progress                         gauge
 //   izwi_http_connections_open                             gauge
 //   izwi_http_connections_rejected_total                   counter (over --max-connections)
+//   izwi_http_handler_exceptions_total                     counter (caught on I/O threads)
 //
-// "route" is the route's pattern ("/v1/models/{id}"), never the raw path, so
-// a scanner probing random URLs cannot grow the label set: every path that
-// matches no route counts as route="unmatched".
+// "route" is the route's pattern ("/v1/models/{id}"), never the raw path, and
+// "method" one of the methods of RFC 9110 (others count as "OTHER"), so a
+// scanner probing random URLs or inventing methods cannot grow the label set:
+// every path that matches no route counts as route="unmatched".
 //
 // The names use '_' (not vLLM's "prefix:" style) because promtool's linter
 // refuses ':' in names that are not recording rules.
@@ -34,13 +36,19 @@ class HttpMetrics {
                                                           1.0,   2.5,  5.0,   10.0, 30.0, 60.0, 300.0};
 
   /// One finished request (response written, or the client went away).
+  /// A method outside RFC 9110's is recorded as "OTHER".
   void observe(std::string_view method, std::string_view route, unsigned status, double seconds);
+  /// The method's label: itself when RFC 9110 defines it, else "OTHER" ("-"
+  /// stays: a connection refused before any request).
+  static std::string_view method_label(std::string_view method) noexcept;
 
   void request_started() noexcept { in_progress_.fetch_add(1, std::memory_order_relaxed); }
   void request_finished() noexcept { in_progress_.fetch_sub(1, std::memory_order_relaxed); }
   void connection_opened() noexcept { connections_.fetch_add(1, std::memory_order_relaxed); }
   void connection_closed() noexcept { connections_.fetch_sub(1, std::memory_order_relaxed); }
   void connection_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  void handler_exception() noexcept { exceptions_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t handler_exceptions() const noexcept { return exceptions_.load(std::memory_order_relaxed); }
 
   std::int64_t requests_in_progress() const noexcept { return in_progress_.load(std::memory_order_relaxed); }
   std::int64_t connections_open() const noexcept { return connections_.load(std::memory_order_relaxed); }
@@ -62,6 +70,7 @@ class HttpMetrics {
   std::atomic<std::int64_t> in_progress_{0};
   std::atomic<std::int64_t> connections_{0};
   std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> exceptions_{0};
 };
 
 }  // namespace izwi::server::http

@@ -8,10 +8,25 @@
 //   of chunks ─▶ keep-alive: wait again, else close.
 //
 // Slow clients cannot hold the server: the header and body each have a
-// deadline, counted from the request's first byte, and an idle connection is
-// closed. While a request is being answered the session keeps a read open,
-// so a client that hangs up is noticed at once and the work it asked for is
-// cancelled (PendingResponse::cancel), even before anything was written.
+// deadline, counted from the request's first byte (408, then close), and an
+// idle connection is closed. What a client may make the session buffer is
+// bounded (Limits::max_buffered_bytes): pipelined requests, a chunk-size line.
+//
+// Framing the server cannot trust is refused with 400 and the connection
+// closed, never read on (RFC 9112 §6.3, §3.2): a Transfer-Encoding whose last
+// coding is not chunked, Transfer-Encoding with Content-Length, an HTTP/1.1
+// request without exactly one Host. HEAD is answered like GET without a body.
+//
+// While a request is being answered the session keeps a read open (bytes of
+// pipelined requests are kept for later), so a client that hangs up is
+// noticed and the work it asked for is cancelled (PendingResponse::cancel),
+// even before anything was written. A client that only shut its sending side
+// (a half-close) still gets its answer: on end-of-file the session sends an
+// interim "100 Continue", which a gone client answers with a reset, and
+// watches the socket for that reset.
+//
+// No exception leaves a completion handler: one closes that connection only,
+// and the host is told (SessionHost::session_failed).
 //
 // Every member function runs on the session's strand: handlers are called
 // there, and work finishing elsewhere (an engine thread) must net::post back
@@ -22,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +111,9 @@ class SessionHost {
   virtual void exchange_finished(const Exchange& exchange) noexcept = 0;
   /// The session is gone (its destructor).
   virtual void session_closed(Session* session) noexcept = 0;
+  /// An exception escaped work on the session's strand; the connection is
+  /// being closed. For the log and the metrics.
+  virtual void session_failed(std::string_view /*request_id*/, std::string_view /*what*/) noexcept {}
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -131,6 +150,19 @@ class Session : public std::enable_shared_from_this<Session> {
   /// released when the response is complete.
   void attach(std::shared_ptr<PendingResponse> pending);
   bool closed() const noexcept { return closed_; }
+  /// Runs `work` (on the strand); an exception it throws closes this
+  /// connection only and is reported to the host. For work posted to the
+  /// strand from elsewhere (an engine's output, a finished load).
+  template <class Work>
+  void run_guarded(Work&& work) noexcept {
+    try {
+      std::forward<Work>(work)();
+    } catch (const std::exception& e) {
+      fail_unexpectedly(e.what());
+    } catch (...) {
+      fail_unexpectedly("unknown exception");
+    }
+  }
 
   // --- from any thread ---
   /// Server shutdown, first step: close if idle, else after the current response.
@@ -139,10 +171,17 @@ class Session : public std::enable_shared_from_this<Session> {
   void abort();
 
  private:
+  void start_rejected_now(Response response);
   void wait_for_request();
   void start_read();
   void on_read_some(beast::error_code ec, std::size_t n);
+  void on_peer_eof();
+  void arm_hangup_check();
   void arm_idle_timer();
+  void arm_request_timer(std::chrono::milliseconds timeout);
+  void arm_write_timer();
+  void write_done();
+  std::optional<ApiError> framing_error() const;
   void read_header();
   void on_header(beast::error_code ec);
   void read_body();
@@ -156,6 +195,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void next_request();
   void graceful_close();
   void close();
+  void fail_unexpectedly(const char* what) noexcept;
 
   beast::tcp_stream stream_;
   SessionHost& host_;
@@ -163,6 +203,20 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   net::steady_timer idle_timer_;
   std::uint64_t idle_generation_ = 0;
+  // Header/body deadline: cancels the read, so a 408 can still be sent.
+  net::steady_timer request_timer_;
+  std::uint64_t request_generation_ = 0;
+  bool request_timed_out_ = false;
+  // One write's deadline (the stream's own expiry is never set: it would
+  // apply to the hang-up watch read too).
+  net::steady_timer write_timer_;
+  std::uint64_t write_generation_ = 0;
+  // After the client's end-of-file: polls for the reset of a gone client.
+  net::steady_timer hangup_timer_;
+  bool peer_eof_ = false;
+  std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> chunk_header_check_;
+  bool parse_after_read_ = false;  // the watch read was cancelled to parse a pipelined request
+  bool head_request_ = false;
 
   std::string remote_;
   Exchange exchange_;

@@ -65,6 +65,7 @@ std::size_t EngineModel<Engine>::vocab_size() const noexcept {
 
 template <class Engine>
 ResponseStream EngineModel<Engine>::submit(Request request) {
+  std::shared_lock lock(submit_mutex_);
   if (draining_.load(std::memory_order_acquire))
     throw unavailable("model '" + info_.id + "' is shutting down");
   return engine_->generate_streaming(std::move(request));
@@ -91,7 +92,10 @@ template <class Engine>
 void EngineModel<Engine>::shutdown(std::chrono::steady_clock::time_point deadline) {
   std::lock_guard lock(shutdown_mutex_);
   if (shut_down_) return;
-  draining_.store(true, std::memory_order_release);
+  {
+    std::unique_lock submits(submit_mutex_);  // waits out submits in progress
+    draining_.store(true, std::memory_order_release);
+  }
   using namespace std::chrono_literals;
   while (engine_->has_unfinished_requests() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(5ms);

@@ -37,6 +37,24 @@ inline std::string model_id_of(const std::filesystem::path& path) {
   return p.filename().string();
 }
 
+/// `text` with every spelling of `dir` (as given, absolute, canonical)
+/// replaced by `name`.
+inline std::string hide_path(std::string text, const std::filesystem::path& dir, std::string_view name) {
+  std::vector<std::string> spellings{dir.string()};
+  std::error_code ec;
+  if (auto absolute = std::filesystem::absolute(dir, ec); !ec) spellings.push_back(absolute.string());
+  if (auto canonical = std::filesystem::weakly_canonical(dir, ec); !ec) spellings.push_back(canonical.string());
+  // Longest first, so a shorter spelling never cuts into a longer one.
+  std::sort(spellings.begin(), spellings.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  for (std::string spelling : spellings) {
+    while (spelling.size() > 1 && spelling.back() == '/') spelling.pop_back();
+    if (spelling.empty() || spelling == "/" || spelling == ".") continue;
+    for (std::size_t at = text.find(spelling); at != std::string::npos; at = text.find(spelling, at + name.size()))
+      text.replace(at, spelling.size(), name);
+  }
+  return text;
+}
+
 /// Whether a models-directory entry looks servable: a directory with a
 /// config.json, or a .gguf file.
 inline bool looks_like_model(const std::filesystem::directory_entry& entry) {
@@ -134,9 +152,14 @@ inline std::filesystem::path ModelRegistry::resolve(std::string_view id) const {
   for (const std::filesystem::path& candidate : {*models_dir_ / std::string(id), *models_dir_ / (std::string(id) + ".gguf")}) {
     std::error_code ec;
     const std::filesystem::directory_entry entry(candidate, ec);
-    if (!ec && detail::looks_like_model(entry)) return candidate;
+    // One checkpoint, one id (the one the listing shows): "x.gguf" is "x",
+    // never a second name that would load the same file twice.
+    if (!ec && detail::looks_like_model(entry) && detail::model_id_of(candidate) == id) return candidate;
   }
-  throw ApiError::not_found("no model '" + std::string(id) + "' in the models directory", "model_not_found");
+  std::string hint;
+  if (const std::string canonical = detail::model_id_of(std::filesystem::path(std::string(id))); canonical != id)
+    hint = " (a .gguf file is served under its name without the extension: '" + canonical + "')";
+  throw ApiError::not_found("no model '" + std::string(id) + "' in the models directory" + hint, "model_not_found");
 }
 
 inline void ModelRegistry::load_path(const std::filesystem::path& path, std::optional<std::string> id, Done done) {
@@ -184,8 +207,13 @@ inline void ModelRegistry::run_load(const std::shared_ptr<Slot>& slot, bool star
   try {
     engine = loader_(slot->id, slot->path);
   } catch (const std::exception& e) {
-    // Whoever asked for this model (operator or admin) is told why it failed.
-    failure = ApiError::bad_request("loading '" + slot->id + "' failed: " + e.what(), "id");
+    // Whoever asked for this model (operator or admin) is told why it failed,
+    // in words that do not say where the server keeps its files: the models
+    // directory is named "<models-dir>". A startup model's path is the one
+    // the operator gave.
+    std::string message = e.what();
+    if (!startup && models_dir_) message = detail::hide_path(std::move(message), *models_dir_, "<models-dir>");
+    failure = ApiError::bad_request("loading '" + slot->id + "' failed: " + message, "id");
   }
   {
     std::lock_guard lock(mutex_);
@@ -252,22 +280,24 @@ inline std::vector<std::shared_ptr<AnyEngine>> ModelRegistry::loaded() const {
 
 inline std::vector<ModelEntry> ModelRegistry::entries() const {
   std::vector<ModelEntry> out;
-  std::vector<std::shared_ptr<Slot>> slots;
+  // The engines as they were under the lock: an unload resets slot->engine
+  // under it, so the slot's member must not be read after.
+  std::vector<std::shared_ptr<AnyEngine>> engines;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [id, slot] : slots_) slots.push_back(slot);
-    for (const auto& slot : slots) {
+    for (const auto& [id, slot] : slots_) {
       ModelEntry e;
       e.id = slot->id;
       e.state = slot->state;
       e.error = slot->error;
       if (slot->engine) e.info = slot->engine->info();
       out.push_back(std::move(e));
+      engines.push_back(slot->state == ModelState::loaded ? slot->engine : nullptr);
     }
   }
   // Status outside the registry lock: it takes the engine's metrics lock.
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (slots[i]->engine && out[i].state == ModelState::loaded) out[i].status = slots[i]->engine->status();
+    if (engines[i]) out[i].status = engines[i]->status();
   if (models_dir_) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(*models_dir_, ec)) {

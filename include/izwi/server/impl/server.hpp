@@ -124,7 +124,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
       // The engine's thread: only wake the strand, once per batch of chunks.
       auto self = weak.lock();
       if (!self || self->wake_posted_.exchange(true, std::memory_order_acq_rel)) return;
-      boost::asio::post(executor, [self] { self->drain(); });
+      boost::asio::post(executor, [self] { self->session_->run_guarded([&] { self->drain(); }); });
     });
   }
 
@@ -275,12 +275,14 @@ inline ModelRegistry::Done answer_on_strand(const std::shared_ptr<http::Session>
     boost::asio::post(executor, [weak, id, state, error = std::move(error)] {
       auto session = weak.lock();
       if (!session) return;
-      if (error) {
-        session->respond(json_response(error->status, openai::error_json(*error)));
-        return;
-      }
-      boost::json::object body{{"id", id}, {"object", "model"}, {"state", state}};
-      session->respond(json_response(200, body));
+      session->run_guarded([&] {
+        if (error) {
+          session->respond(json_response(error->status, openai::error_json(*error)));
+          return;
+        }
+        boost::json::object body{{"id", id}, {"object", "model"}, {"state", state}};
+        session->respond(json_response(200, body));
+      });
     });
   };
 }
@@ -327,6 +329,7 @@ inline Server::Server(ServerConfig config, ModelRegistry& registry)
     : config_(std::move(config)),
       registry_(registry),
       keys_(config_.api_keys),
+      admin_keys_(config_.admin_api_keys),
       ioc_(static_cast<int>(config_.io_threads ? config_.io_threads : 1)),
       prep_pool_(config_.prep_threads ? config_.prep_threads : 1) {
   add_default_routes();
@@ -346,15 +349,58 @@ inline unsigned short Server::start() {
   // Throws (address in use, bad address) before anything runs: the server
   // stays unstarted and start() may be called again.
   const net::ip::tcp::endpoint endpoint(net::ip::make_address(config_.host), config_.port);
+  // More connections than descriptors would make accept fail (EMFILE) and
+  // leave clients unanswered: hold no more than the open-file limit allows,
+  // so the ones beyond are refused with 503.
+  const std::size_t allowed = http::connection_limit_for(config_.limits.max_connections, http::open_file_limit());
+  if (allowed < config_.limits.max_connections) {
+    detail::log_line("izwi-server: max connections lowered from " + std::to_string(config_.limits.max_connections) +
+                     " to " + std::to_string(allowed) + " by the open-file limit (ulimit -n " +
+                     std::to_string(http::open_file_limit()) + ")");
+    config_.limits.max_connections = allowed;
+  }
   listener_ = std::make_shared<http::Listener>(ioc_, endpoint,
                                                [this](net::ip::tcp::socket&& socket) { on_accept(std::move(socket)); });
   port_ = listener_->port();
   work_.emplace(ioc_.get_executor());
   listener_->run();
   const std::size_t n = config_.io_threads ? config_.io_threads : 1;
-  for (std::size_t i = 0; i < n; ++i) io_threads_.emplace_back([this] { ioc_.run(); });
+  for (std::size_t i = 0; i < n; ++i) io_threads_.emplace_back([this] { run_io_thread(); });
   started_.store(true);
   return port_;
+}
+
+// The exception barrier of the I/O threads. Sessions catch what their own
+// work throws (closing that connection only); anything else that reaches
+// here is logged and counted, and the thread goes back to serving.
+inline void Server::run_io_thread() noexcept {
+  for (;;) {
+    try {
+      ioc_.run();
+      return;
+    } catch (const std::exception& e) {
+      io_exception(e.what());
+    } catch (...) {
+      io_exception("unknown exception");
+    }
+  }
+}
+
+inline void Server::io_exception(std::string_view what) noexcept {
+  metrics_.handler_exception();
+  try {
+    detail::log_line("izwi-server: an I/O thread caught an exception and goes on: " + std::string(what));
+  } catch (...) {
+  }
+}
+
+inline void Server::session_failed(std::string_view request_id, std::string_view what) noexcept {
+  metrics_.handler_exception();
+  try {
+    detail::log_line("izwi-server: request " + std::string(request_id.empty() ? "-" : request_id) +
+                     ": exception while answering (" + std::string(what) + "); its connection is closed");
+  } catch (...) {
+  }
 }
 
 inline void Server::run() {
@@ -500,8 +546,29 @@ inline http::Response Server::error_response(const ApiError& error, unsigned ver
 // --- routing --------------------------------------------------------------------
 
 inline void Server::add_route(std::string method, std::string pattern, Handler handler, bool open) {
-  open_routes_[method + " " + pattern] = open;
+  add_route(std::move(method), std::move(pattern), std::move(handler), open ? RouteAccess::open : RouteAccess::api_key);
+}
+
+inline void Server::add_route(std::string method, std::string pattern, Handler handler, RouteAccess access) {
+  route_access_[method + " " + pattern] = access;
   router_.add(std::move(method), std::move(pattern), std::move(handler));
+}
+
+// Admin routes load and unload models: they take their own key, never an
+// inference key, and are closed when none is configured.
+inline void Server::check_admin_key(std::string_view authorization) const {
+  if (!admin_keys_.enabled())
+    throw ApiError(403, "permission_error",
+                   "Admin endpoints are disabled: start the server with --admin-api-key KEY "
+                   "(ServerConfig::admin_api_keys) to use them.",
+                   std::nullopt, "admin_disabled");
+  if (!admin_keys_.allows(authorization)) {
+    const bool sent = !authorization.empty();
+    throw ApiError(401, "authentication_error",
+                   sent ? "Incorrect admin API key provided."
+                        : "Missing admin API key: send it as 'Authorization: Bearer KEY'.",
+                   std::nullopt, "invalid_api_key");
+  }
 }
 
 inline void Server::add_default_routes() {
@@ -512,29 +579,35 @@ inline void Server::add_default_routes() {
   add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { audio_unavailable(c, Task::tts); });
   add_route("POST", "/v1/audio/transcriptions", [this](HandlerContext& c) { audio_unavailable(c, Task::asr); });
   add_route("POST", "/v1/audio/translations", [this](HandlerContext& c) { audio_unavailable(c, Task::translation); });
-  add_route("GET", "/health", [this](HandlerContext& c) { health(c); }, true);
-  add_route("GET", "/livez", [this](HandlerContext& c) { livez(c); }, true);
-  add_route("GET", "/readyz", [this](HandlerContext& c) { readyz(c); }, true);
-  add_route("GET", "/metrics", [this](HandlerContext& c) { metrics(c); }, true);
-  add_route("GET", "/v1/admin/models", [this](HandlerContext& c) { admin_list(c); });
-  add_route("GET", "/v1/admin/models/{id}", [this](HandlerContext& c) { admin_get(c); });
-  add_route("POST", "/v1/admin/models/{id}/load", [this](HandlerContext& c) { admin_load(c); });
-  add_route("POST", "/v1/admin/models/{id}/unload", [this](HandlerContext& c) { admin_unload(c); });
+  add_route("GET", "/health", [this](HandlerContext& c) { health(c); }, RouteAccess::open);
+  add_route("GET", "/livez", [this](HandlerContext& c) { livez(c); }, RouteAccess::open);
+  add_route("GET", "/readyz", [this](HandlerContext& c) { readyz(c); }, RouteAccess::open);
+  add_route("GET", "/metrics", [this](HandlerContext& c) { metrics(c); }, RouteAccess::open);
+  add_route("GET", "/v1/admin/models", [this](HandlerContext& c) { admin_list(c); }, RouteAccess::admin);
+  add_route("GET", "/v1/admin/models/{id}", [this](HandlerContext& c) { admin_get(c); }, RouteAccess::admin);
+  add_route("POST", "/v1/admin/models/{id}/load", [this](HandlerContext& c) { admin_load(c); }, RouteAccess::admin);
+  add_route("POST", "/v1/admin/models/{id}/unload", [this](HandlerContext& c) { admin_unload(c); },
+            RouteAccess::admin);
 }
 
 inline void Server::handle(const std::shared_ptr<http::Session>& session, http::Request&& request) {
   http::Request req = std::move(request);
   const unsigned version = req.version();
   using Routed = http::Router<Handler>::Result;
-  const Routed routed = router_.route(req.method_string(), req.target());
+  // HEAD is GET without the body (the session leaves the body out).
+  const std::string_view method = req.method() == boost::beast::http::verb::head ? "GET" : req.method_string();
+  const Routed routed = router_.route(method, req.target());
   try {
-    bool open = false;
+    RouteAccess access = RouteAccess::api_key;
     if (routed.kind == Routed::Kind::found) {
       session->exchange().route = std::string(routed.match.pattern);
-      auto it = open_routes_.find(std::string(req.method_string()) + " " + std::string(routed.match.pattern));
-      open = it != open_routes_.end() && it->second;
+      auto it = route_access_.find(std::string(method) + " " + std::string(routed.match.pattern));
+      if (it != route_access_.end()) access = it->second;
     }
-    if (!open && keys_.enabled() && !keys_.allows(req[boost::beast::http::field::authorization])) {
+    if (access == RouteAccess::admin) {
+      check_admin_key(req[boost::beast::http::field::authorization]);
+    } else if (access == RouteAccess::api_key && keys_.enabled() &&
+               !keys_.allows(req[boost::beast::http::field::authorization])) {
       const bool sent = !req[boost::beast::http::field::authorization].empty();
       throw ApiError(401, "authentication_error",
                      sent ? "Incorrect API key provided." : "Missing API key: send it as 'Authorization: Bearer KEY'.",
@@ -546,11 +619,13 @@ inline void Server::handle(const std::shared_ptr<http::Session>& session, http::
                                 openai::sanitize_utf8(path) + ".");
     }
     if (routed.kind == Routed::Kind::method_not_allowed) {
+      std::string allow = routed.allow;
+      if (allow.find("GET") != std::string::npos) allow += ", HEAD";
       ApiError error(405, "invalid_request_error",
                      "Method " + std::string(req.method_string().substr(0, 16)) + " is not allowed here; use " +
-                         routed.allow + ".");
+                         allow + ".");
       http::Response res = error_response(error, version);
-      res.set(boost::beast::http::field::allow, routed.allow);
+      res.set(boost::beast::http::field::allow, allow);
       session->respond(std::move(res));
       return;
     }
@@ -656,15 +731,17 @@ inline void Server::generate(HandlerContext& ctx, bool chat) {
     }
     boost::asio::post(session->get_executor(), [this, session, version, failure,
                                                 prepared = std::move(prepared)]() mutable {
-      if (failure) {
-        session->respond(exception_response(failure, session->exchange().request_id, version));
-        return;
-      }
-      const std::string model = prepared->engine->info().id;
-      auto job = std::make_shared<detail::GenerationJob>(
-          session, std::move(prepared->engine), std::move(prepared->stream), prepared->kind, prepared->streaming,
-          prepared->include_usage, prepared->logprobs, prepared->prompt_tokens, model);
-      job->start();  // a client already gone cancels it at once
+      session->run_guarded([&] {
+        if (failure) {
+          session->respond(exception_response(failure, session->exchange().request_id, version));
+          return;
+        }
+        const std::string model = prepared->engine->info().id;
+        auto job = std::make_shared<detail::GenerationJob>(
+            session, std::move(prepared->engine), std::move(prepared->stream), prepared->kind, prepared->streaming,
+            prepared->include_usage, prepared->logprobs, prepared->prompt_tokens, model);
+        job->start();  // a client already gone cancels it at once
+      });
     });
   });
 }

@@ -25,7 +25,17 @@ inline void append_number(std::string& out, double value) {
 
 }  // namespace detail
 
-inline void HttpMetrics::observe(std::string_view method, std::string_view route, unsigned status, double seconds) {
+inline std::string_view HttpMetrics::method_label(std::string_view method) noexcept {
+  static constexpr std::string_view known[] = {"GET",     "HEAD",    "POST",  "PUT", "DELETE",
+                                               "CONNECT", "OPTIONS", "TRACE", "PATCH", "-"};
+  for (std::string_view m : known)
+    if (m == method) return m;
+  return "OTHER";
+}
+
+inline void HttpMetrics::observe(std::string_view raw_method, std::string_view route, unsigned status,
+                                 double seconds) {
+  const std::string_view method = method_label(raw_method);
   std::lock_guard lock(mutex_);
   auto key = std::make_tuple(std::string(method), std::string(route), status);
   ++requests_[std::move(key)];
@@ -87,6 +97,9 @@ inline std::string HttpMetrics::prometheus_text() const {
   out += "# HELP izwi_http_connections_rejected_total Connections refused because the connection limit was reached.\n";
   out += "# TYPE izwi_http_connections_rejected_total counter\n";
   out += "izwi_http_connections_rejected_total " + std::to_string(rejected_.load(std::memory_order_relaxed)) + "\n";
+  out += "# HELP izwi_http_handler_exceptions_total Exceptions caught on I/O threads (each closed its connection).\n";
+  out += "# TYPE izwi_http_handler_exceptions_total counter\n";
+  out += "izwi_http_handler_exceptions_total " + std::to_string(exceptions_.load(std::memory_order_relaxed)) + "\n";
   return out;
 }
 
