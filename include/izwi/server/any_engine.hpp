@@ -44,6 +44,10 @@ struct ModelInfo {
   std::vector<Task> tasks;
   /// Prompt plus output tokens.
   std::size_t max_model_len = 0;
+  /// Bytes of the longest token text in the vocabulary (0: unknown). A prompt
+  /// text longer than max_model_len times this cannot fit, whatever its
+  /// tokens, so the server refuses it before tokenizing.
+  std::size_t max_token_bytes = 0;
   /// Random weights (the README's demo checkpoint): said in logs and listings.
   bool untrained = false;
   /// Architecture and size in words, for logs.

@@ -1,6 +1,7 @@
 #pragma once
 // load_cpu_model body. Included by izwi/server/model_loader.hpp.
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -63,6 +64,9 @@ inline std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const st
     throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read prompts");
 
   ModelInfo info;
+  const tokenizer::BpeTokenizer& tokenizer = *model.tokenizer();
+  for (std::size_t t = 0; t < tokenizer.vocab_size(); ++t)
+    info.max_token_bytes = std::max(info.max_token_bytes, tokenizer.token_bytes(static_cast<TokenId>(t)).size());
   info.id = id;
   info.path = path;
   info.tasks = {Task::chat};
@@ -79,6 +83,23 @@ inline std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const st
   cache_config.enable_prefix_caching = settings.enable_prefix_caching;
   PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
 
+  // The served context is what the model allows and what the KV cache can
+  // hold for one request (vLLM sizes max_model_len against the cache the
+  // same way); otherwise a prompt the length check accepts fails later, as
+  // an "error" finish, when its blocks cannot be found.
+  const KVCacheStats kv = cache.stats();
+  const std::size_t cache_tokens = kv.num_blocks * kv.block_size;
+  const std::size_t wanted_len = settings.max_model_len ? settings.max_model_len : executor.max_model_len();
+  std::size_t model_len = wanted_len;
+  if (model_len == 0 || model_len > cache_tokens) {
+    model_len = cache_tokens;
+    info.description += ", context " + std::to_string(model_len) + " tokens (" +
+                        (wanted_len ? "clamped from " + std::to_string(wanted_len) + ": " : "") +
+                        "the KV cache holds " + std::to_string(cache_tokens) + " tokens; raise --kv-cache-mb for more)";
+  } else {
+    info.description += ", context " + std::to_string(model_len) + " tokens";
+  }
+
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
   if (settings.max_num_batched_tokens) scheduler_config.max_num_batched_tokens = settings.max_num_batched_tokens;
@@ -87,12 +108,11 @@ inline std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const st
   engine_config.model_name = id;
   engine_config.stream_capacity = settings.stream_capacity;
   engine_config.max_waiting_requests = settings.max_waiting_requests;
-  if (settings.max_model_len) engine_config.max_model_len = settings.max_model_len;
+  engine_config.max_model_len = model_len;
 
   auto engine = std::make_unique<ServedEngine>(FcfsScheduler(scheduler_config), std::move(cache), std::move(executor),
                                                engine_config);
-  const std::size_t model_len = settings.max_model_len ? settings.max_model_len : engine->executor().max_model_len();
-  info.max_model_len = model_len;
+  info.max_model_len = engine->max_model_len();
   return std::make_unique<EngineModel<ServedEngine>>(std::move(engine), std::move(info));
 }
 
