@@ -5,6 +5,7 @@
 // hold a stream open long enough to hang up in the middle of it.
 
 #include <chrono>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,6 +39,12 @@ struct FakeEngineOptions {
   std::size_t max_waiting_requests = 0;
   std::size_t max_num_seqs = 128;
   std::vector<Task> tasks{Task::chat};
+  /// Fault injection (ToyModelConfig): a prompt holding this byte makes the
+  /// forward pass throw / gives NaN logits.
+  std::optional<TokenId> throw_token;
+  std::optional<TokenId> nan_token;
+  /// ModelInfo::max_token_bytes (0: unknown).
+  std::size_t max_token_bytes = 0;
 };
 
 class FakeEngine final : public server::AnyEngine {
@@ -47,6 +54,8 @@ class FakeEngine final : public server::AnyEngine {
   explicit FakeEngine(FakeEngineOptions options = {}) {
     ToyModelConfig model;
     model.max_model_len = options.max_model_len;
+    model.throw_token = options.throw_token;
+    model.nan_token = options.nan_token;
     SlowToyExecutor executor(model, options.step_delay);
     ToyKV kv(executor.kv_cache_shape(), {.num_blocks = options.num_blocks});
     SchedulerConfig scheduler;
@@ -59,6 +68,7 @@ class FakeEngine final : public server::AnyEngine {
     info_.tasks = options.tasks;
     info_.created = 1700000000;
     info_.max_model_len = options.max_model_len;
+    info_.max_token_bytes = options.max_token_bytes;
     info_.description = "toy model";
     engine_->run();
   }
