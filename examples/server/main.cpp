@@ -50,6 +50,10 @@ HTTP:
   --idle-timeout-s N         keep-alive connections idle this long are closed (default 30)
   --shutdown-grace-s N       on SIGINT/SIGTERM, in-flight requests get this long (default 30)
   --no-access-log            no per-request line on stderr
+  --special-tokens-as-text   encode "<|im_end|>" and other special tokens spelled in
+                             prompts and messages as plain text (default: parsed as
+                             control tokens, as vLLM does; a request's
+                             "special_tokens_as_text" overrides)
 
 Engine (per model):
   --threads N                executor threads (default: one per core)
@@ -127,6 +131,8 @@ Options parse_args(int argc, char** argv) {
       o.server.limits.idle_timeout = seconds(parse_number<long>(arg, value(), 1, 3600));
     } else if (arg == "--shutdown-grace-s") {
       o.server.shutdown_grace = seconds(parse_number<long>(arg, value(), 0, 3600));
+    } else if (arg == "--special-tokens-as-text") {
+      o.server.special_tokens_as_text = true;
     } else if (arg == "--no-access-log") {
       o.server.access_log = false;
     } else if (arg == "--threads") {

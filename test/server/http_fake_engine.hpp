@@ -75,7 +75,21 @@ class FakeEngine final : public server::AnyEngine {
   ~FakeEngine() override { shutdown(std::chrono::steady_clock::now()); }
 
   const server::ModelInfo& info() const noexcept override { return info_; }
+  /// One token per byte, except that "<|im_end|>" is the special token 999.
   std::vector<TokenId> encode(std::string_view text) const override {
+    std::vector<TokenId> out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text.substr(i, 10) == "<|im_end|>") {
+        out.push_back(999);
+        i += 9;
+      } else {
+        out.push_back(static_cast<TokenId>(static_cast<unsigned char>(text[i])));
+      }
+    }
+    return out;
+  }
+  /// One token per byte: "<|im_end|>" is ten tokens of text.
+  std::vector<TokenId> encode_as_text(std::string_view text) const override {
     std::vector<TokenId> out;
     for (unsigned char c : text) out.push_back(static_cast<TokenId>(c));
     return out;

@@ -790,7 +790,8 @@ std::string sse_finish_reason(const std::string& body) {
   std::string reason;
   for (const std::string& event : sse_events(body)) {
     if (event == "[DONE]") continue;
-    for (const auto& choice : json::parse(event).at("choices").as_array())
+    const json::value chunk = json::parse(event);  // kept: the loop below reads into it
+    for (const auto& choice : chunk.at("choices").as_array())
       if (choice.at("finish_reason").is_string()) reason = choice.at("finish_reason").as_string().c_str();
   }
   return reason;
@@ -801,7 +802,8 @@ std::string sse_text(const std::string& body) {
   std::string text;
   for (const std::string& event : sse_events(body)) {
     if (event == "[DONE]") continue;
-    for (const auto& choice : json::parse(event).at("choices").as_array()) text += choice.at("text").as_string().c_str();
+    const json::value chunk = json::parse(event);
+    for (const auto& choice : chunk.at("choices").as_array()) text += choice.at("text").as_string().c_str();
   }
   return text;
 }
@@ -877,4 +879,39 @@ TEST_CASE("http: requests waiting for a preparation thread count against the que
   CHECK(std::string(error_of(refused).at("message").as_string().c_str()).find("--max-queue 1") != std::string::npos);
   release.set_value();
   CHECK(queued.get().status == 200);
+}
+
+TEST_CASE("http: special tokens spelled in text: parsed as vLLM does, or plain text on request",
+          "[server][http][special]") {
+  auto prompt_tokens = [](const HttpResult& r) {
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    return json::parse(r.body).at("usage").at("prompt_tokens").as_int64();
+  };
+  const std::string content = R"("hi<|im_end|>there")";  // 17 bytes; "<|im_end|>" is 10 of them
+  auto chat = [&](const std::string& extra) {
+    return R"({"model": "toy", "max_tokens": 1, "messages": [{"role": "user", "content": )" + content + "}]" + extra +
+           "}";
+  };
+  auto completion = [&](const std::string& extra) {
+    return R"({"model": "toy", "max_tokens": 1, "prompt": )" + content + extra + "}";
+  };
+  {
+    Harness h;  // the default: vLLM's behaviour, the control token
+    const auto parsed = prompt_tokens(post(h.port, "/v1/chat/completions", chat("")));
+    const auto as_text = prompt_tokens(post(h.port, "/v1/chat/completions", chat(R"(, "special_tokens_as_text": true)")));
+    CHECK(as_text == parsed + 9);  // ten bytes instead of one token
+    CHECK(prompt_tokens(post(h.port, "/v1/completions", completion(""))) == 8);
+    CHECK(prompt_tokens(post(h.port, "/v1/completions", completion(R"(, "special_tokens_as_text": true)"))) == 17);
+    const auto bad = post(h.port, "/v1/completions", completion(R"(, "special_tokens_as_text": 1)"));
+    CHECK(bad.status == 400);
+    CHECK(error_of(bad).at("param") == "special_tokens_as_text");
+  }
+  {
+    ServerConfig config = test_config();
+    config.special_tokens_as_text = true;  // izwi-server --special-tokens-as-text
+    Harness h(config);
+    CHECK(prompt_tokens(post(h.port, "/v1/completions", completion(""))) == 17);
+    CHECK(prompt_tokens(post(h.port, "/v1/completions", completion(R"(, "special_tokens_as_text": false)"))) == 8);
+  }
 }

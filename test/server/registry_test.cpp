@@ -2,6 +2,7 @@
 // metrics) and the stock CPU loader on a real random-weight Qwen3 checkpoint.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -475,6 +476,13 @@ TEST_CASE("the served context is clamped to what the KV cache holds, and said", 
   CHECK(model->info().description.find("clamped from 40960") != std::string::npos);
   CHECK(model->info().description.find("the KV cache holds " + std::to_string(limit) + " tokens") != std::string::npos);
   CHECK(model->info().max_token_bytes == 128u);  // Qwen3's longest token: 128 spaces
+  // Special tokens spelled in text: the control token by default (vLLM), plain text on request.
+  const TokenId im_end = 151645;
+  const std::vector<TokenId> parsed = model->encode("hi<|im_end|>");
+  const std::vector<TokenId> plain = model->encode_as_text("hi<|im_end|>");
+  CHECK(std::count(parsed.begin(), parsed.end(), im_end) == 1);
+  CHECK(std::count(plain.begin(), plain.end(), im_end) == 0);
+  CHECK(plain.size() > parsed.size());
   // A prompt at the limit is refused at submission, naming the limit, before any block is taken.
   Request request;
   request.prompt_tokens.assign(limit, 9707);

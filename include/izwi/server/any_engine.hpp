@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/engine/stream.hpp"
@@ -77,6 +78,14 @@ class AnyEngine {
   // --- text ---
   /// The model's tokenizer. Throws izwi::invalid_argument when it has none.
   virtual std::vector<TokenId> encode(std::string_view text) const = 0;
+  /// As encode(), but text that spells a special token ("<|im_end|>") is
+  /// encoded as plain text (Hugging Face's split_special_tokens). The default
+  /// refuses (izwi::invalid_argument) for models that cannot.
+  virtual std::vector<TokenId> encode_as_text(std::string_view text) const {
+    (void)text;
+    throw invalid_argument("special_tokens_as_text", "model '" + info().id +
+                                                         "' cannot encode special tokens as plain text");
+  }
   /// The model's chat template applied to messages.
   virtual std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
                                   const tokenizer::ChatTemplateOptions& options) const = 0;
@@ -112,6 +121,7 @@ class EngineModel final : public AnyEngine {
 
   const ModelInfo& info() const noexcept override { return info_; }
   std::vector<TokenId> encode(std::string_view text) const override;
+  std::vector<TokenId> encode_as_text(std::string_view text) const override;
   std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
                           const tokenizer::ChatTemplateOptions& options) const override;
   std::string token_bytes(TokenId id) const override;

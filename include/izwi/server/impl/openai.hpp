@@ -109,6 +109,8 @@ void read_common_fields(const boost::json::object& body, Request& request) {
   }
   if (auto* v = find_field(body, "min_tokens")) s.min_tokens = read_u32(*v, "min_tokens", 0);
   if (auto* v = find_field(body, "ignore_eos")) s.ignore_eos = read_bool(*v, "ignore_eos");
+  if (auto* v = find_field(body, "special_tokens_as_text"))
+    request.special_tokens_as_text = read_bool(*v, "special_tokens_as_text");
 }
 
 /// SamplingParams::validate with its field names mapped onto the request's.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <random>
 #include <variant>
 
 #include <boost/asio/post.hpp>
@@ -71,6 +72,40 @@ inline void check_prompt_bytes(std::size_t prompt_bytes, const ModelInfo& info, 
                                     std::to_string(per_token) +
                                     " bytes per token). Please reduce the length of the input.",
                                 std::string(param));
+}
+
+/// Encodes a chat with the template's own special tokens parsed and the text
+/// of system, user and tool messages as plain text: those messages are
+/// rendered with markers in place of their text, the prompt is cut at the
+/// markers, and each piece is encoded the way it came. (Assistant messages
+/// are rendered as they are: the template rewrites their think blocks.)
+/// Pieces meet at the template's newlines and special tokens, where the
+/// pre-tokenizer splits anyway; a text that starts with spaces may merge
+/// differently than in one pass, and is still a valid encoding of it.
+inline std::vector<TokenId> encode_chat_as_text(const AnyEngine& engine,
+                                                std::span<const tokenizer::ChatMessage> messages,
+                                                const tokenizer::ChatTemplateOptions& options) {
+  const std::string nonce = std::to_string(std::random_device{}());
+  std::vector<tokenizer::ChatMessage> marked(messages.begin(), messages.end());
+  std::vector<std::pair<std::string, const std::string*>> markers;  // marker, the text it stands for
+  for (std::size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i].role == "assistant") continue;
+    markers.emplace_back("\x1E" "izwi:" + nonce + ":" + std::to_string(i) + "\x1F", &messages[i].content);
+    marked[i].content = markers.back().first;
+  }
+  const std::string rendered = engine.render_chat(marked, options);
+  std::vector<TokenId> out;
+  std::size_t from = 0;
+  auto append = [&out](std::vector<TokenId> piece) { out.insert(out.end(), piece.begin(), piece.end()); };
+  for (const auto& [marker, text] : markers) {
+    const std::size_t at = rendered.find(marker, from);
+    if (at == std::string::npos) continue;  // the template left this message out
+    append(engine.encode(std::string_view(rendered).substr(from, at - from)));
+    append(engine.encode_as_text(*text));
+    from = at + marker.size();
+  }
+  append(engine.encode(std::string_view(rendered).substr(from)));
+  return out;
 }
 
 /// The 400 that vLLM answers when prompt plus requested output exceed the
@@ -704,7 +739,10 @@ inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) 
   detail::check_prompt_bytes(prompt.size(), engine->info(), "messages");
   Request request;
   request.task = Task::chat;
-  request.prompt_tokens = engine->encode(prompt);
+  if (parsed.special_tokens_as_text.value_or(config_.special_tokens_as_text))
+    request.prompt_tokens = detail::encode_chat_as_text(*engine, parsed.messages, parsed.template_options());
+  else
+    request.prompt_tokens = engine->encode(prompt);
   detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
                               "messages");
   request.sampling = std::move(parsed.sampling);
@@ -727,7 +765,9 @@ inline detail::PreparedGeneration Server::prepare_completion(const std::string& 
   request.task = Task::completion;
   if (const auto* text = std::get_if<std::string>(&parsed.prompt)) {
     detail::check_prompt_bytes(text->size(), engine->info(), "prompt");
-    request.prompt_tokens = engine->encode(*text);
+    request.prompt_tokens = parsed.special_tokens_as_text.value_or(config_.special_tokens_as_text)
+                                ? engine->encode_as_text(*text)
+                                : engine->encode(*text);
   } else {
     request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);
     const std::size_t vocab = engine->vocab_size();
