@@ -3,6 +3,7 @@
 // boundaries of streamed text held back for stop strings.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -165,4 +166,38 @@ TEST_CASE("text held back for a stop string is released only between UTF-8 chara
     CHECK(valid_utf8(whole.text));
   }
   engine.stop();
+}
+
+TEST_CASE("a throw in output processing fails the step's requests; the engine goes on", "[engine][faults]") {
+  const Request victim = make_request(make_prompt(8, 5), 10);
+  ToyModelConfig model;
+  const std::vector<TokenId> free_run = toy_reference(victim.prompt_tokens, victim.sampling, model);
+  model.detokenizer_throw_token = free_run.at(3);
+  const auto first_bad = static_cast<std::size_t>(
+      std::find(free_run.begin(), free_run.end(), *model.detokenizer_throw_token) - free_run.begin());
+  EngineConfig config;
+  config.log_errors = false;
+  auto engine = make_toy_engine(64, {}, model, config);
+  engine.run();
+  ResponseStream stream = engine.generate_streaming(victim);
+  const Finished f = drain(stream);
+  CHECK(f.reason == FinishReason::error);
+  CHECK(f.error.find("toy detokenizer: injected fault") != std::string::npos);
+  // Tokens up to the one whose text threw (its id is in the last chunk; its text is not).
+  CHECK(f.tokens == std::vector<TokenId>(free_run.begin(), free_run.begin() + static_cast<std::ptrdiff_t>(first_bad) + 1));
+  // The loop still runs: a request after the fault is served in full.
+  Request next = make_request(make_prompt(8, 6), 10);
+  ResponseStream second = engine.generate_streaming(next);
+  const Finished g = drain(second);
+  engine.stop();
+  const auto expected = toy_reference(next.prompt_tokens, next.sampling, model);
+  if (std::find(expected.begin(), expected.end(), *model.detokenizer_throw_token) == expected.end()) {
+    CHECK(g.reason == FinishReason::length);
+    CHECK(g.tokens == expected);
+  }
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
+  CHECK(engine.kv_cache().check_invariants().empty());
+  CHECK(engine.metrics().num_engine_faults >= 1u);
+  CHECK(engine.metrics().num_request_errors >= 1u);
 }

@@ -51,6 +51,9 @@ struct ToyModelConfig {
   /// logits, which the real Sampler refuses.
   std::optional<TokenId> throw_token;
   std::optional<TokenId> nan_token;
+  /// The detokenizer throws on this generated token: a fault outside the
+  /// forward pass, in the engine's output processing.
+  std::optional<TokenId> detokenizer_throw_token;
   /// Reported as vocab_size() (the engine then refuses prompt ids past it).
   bool report_vocab_size = false;
 };
@@ -96,8 +99,10 @@ inline std::vector<TokenId> toy_reference(std::vector<TokenId> context, const Sa
 /// with `multibyte`, as one of "a", "é", "語", "😀" (t % 4).
 struct ToyDetokenizer {
   bool multibyte = false;
+  std::optional<TokenId> throw_on;
   char letter[1] = {};
-  std::string_view append(TokenId t) noexcept {
+  std::string_view append(TokenId t) {
+    if (throw_on && t == *throw_on) throw std::runtime_error("toy detokenizer: injected fault");
     if (multibyte) {
       static constexpr std::string_view characters[4] = {"a", "\xC3\xA9", "\xE8\xAA\x9E", "\xF0\x9F\x98\x80"};
       return characters[t % 4];
@@ -118,7 +123,7 @@ class ToyExecutor {
     return {config_.num_layers, config_.num_kv_heads, config_.head_dim, DType::f32};
   }
   std::span<const TokenId> eos_token_ids() const { return config_.eos_token_ids; }
-  ToyDetokenizer make_detokenizer() const { return {config_.multibyte_text}; }
+  ToyDetokenizer make_detokenizer() const { return {config_.multibyte_text, config_.detokenizer_throw_token}; }
   std::size_t max_model_len() const { return config_.max_model_len; }
   std::size_t vocab_size() const {
     return config_.report_vocab_size ? static_cast<std::size_t>(config_.vocab_size) : std::size_t{1} << 40;
