@@ -135,6 +135,7 @@ class Engine {
   void execute_isolating_faults(const StepPlan& plan);
   void execute_alone(const ScheduledSequence& seq, const StepPlan& plan);
   void recover_from_fault(std::string_view what);
+  void reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now);
   void fail_request(RequestId id, std::string message, TimePoint now);
   void log_error(std::string_view message) const;
   void apply_commands();

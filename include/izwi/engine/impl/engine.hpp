@@ -359,6 +359,46 @@ void Engine<S, K, E>::recover_from_fault(std::string_view what) {
   }
 }
 
+/// A request whose admission threw (an allocation failure): it ends with
+/// FinishReason::error at once, so its client is answered and its id freed.
+template <class S, class K, class E>
+void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now) {
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_engine_faults;
+  }
+  const std::string message = "the engine could not admit the request: " + std::string(what);
+  scheduler_.finish(command.id, FinishReason::error, kv_cache_);
+  if (records_.contains(command.id)) {
+    fail_request(command.id, message, now);
+    return;
+  }
+  log_error("request " + std::to_string(command.id) + " failed: " + message);
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_request_errors;
+    ++metrics_.finished_requests[static_cast<std::size_t>(FinishReason::error)];
+  }
+  if (command.waiter) {
+    RequestOutput out;
+    out.id = command.id;
+    out.finish_reason = FinishReason::error;
+    out.error = message;
+    command.waiter->fulfil(std::move(out));
+  } else {
+    StreamChunk chunk;
+    chunk.id = command.id;
+    chunk.finish_reason = FinishReason::error;
+    chunk.error = message;
+    if (command.stream)
+      command.stream->push(std::move(chunk));
+    else
+      polled_chunks_.push_back(std::move(chunk));
+  }
+  std::lock_guard lock(live_mutex_);
+  live_ids_.erase(command.id);
+}
+
 /// Ends a request with FinishReason::error and `message` (its last chunk
 /// carries the message; the log gets it too).
 template <class S, class K, class E>
@@ -389,7 +429,13 @@ void Engine<S, K, E>::apply_commands() {
     switch (command.kind) {
       case detail::EngineCommand::Kind::add:
         num_queued_.fetch_sub(1, std::memory_order_relaxed);
-        admit(command);
+        try {
+          admit(command);
+        } catch (const std::exception& e) {
+          reject_admission(command, e.what(), now);
+        } catch (...) {
+          reject_admission(command, "an exception of unknown type", now);
+        }
         break;
       case detail::EngineCommand::Kind::abort:
       case detail::EngineCommand::Kind::stream_closed:
@@ -419,8 +465,8 @@ void Engine<S, K, E>::admit(detail::EngineCommand& command) {
   record.max_output_tokens = limit;
   for (const std::string& s : request.sampling.stop)
     record.stop_hold_back = std::max(record.stop_hold_back, s.size() - 1);
-  record.stream = std::move(command.stream);
-  record.waiter = std::move(command.waiter);
+  record.stream = command.stream;  // copied: reject_admission still answers them if admission throws
+  record.waiter = command.waiter;
   record.arrival = request.arrival_time;
   if constexpr (HasDetokenizer<E>) record.detokenizer = executor_.make_detokenizer();
   records_.emplace(record.id, std::move(record));
