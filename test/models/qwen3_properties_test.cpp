@@ -305,3 +305,25 @@ TEST_CASE("streamed text equals the complete text with stop strings over split U
   if (non_ascii_stops == 0) WARN("no stop string held a non-ASCII character this run");
   if (ended_mid_character == 0) WARN("no request ended inside a character this run: the flush went unchecked");
 }
+
+TEST_CASE("the embedding gather refuses token ids outside the table", "[qwen3][executor]") {
+  // Checked before the gather (whose own check is only an assert): the
+  // engine's barrier then fails that request instead of reading past the table.
+  detail::ThreadPool pool(1);
+  detail::CpuOps ops(pool);
+  const std::vector<float> table{0, 1, 10, 11, 20, 21, 30, 31};  // 4 rows of 2
+  const kernels::cpu::WeightMatrix matrix{DType::f32, 4, 2, table.data()};
+  std::vector<float> out(4);
+  for (const std::vector<TokenId>& bad : {std::vector<TokenId>{1, 4}, std::vector<TokenId>{-1}}) {
+    try {
+      ops.embed(matrix, bad, out.data());
+      FAIL("token id " << bad.back() << " was gathered");
+    } catch (const invalid_argument& e) {
+      CHECK(std::string(e.what()).find("token id " + std::to_string(bad.back()) + " is outside the embedding table (4 rows)") !=
+            std::string::npos);
+    }
+  }
+  const std::vector<TokenId> good{3, 0};
+  ops.embed(matrix, good, out.data());
+  CHECK(out == std::vector<float>{30, 31, 0, 1});
+}
