@@ -13,6 +13,10 @@ function(izwi_add_header_check)
     RELATIVE ${PROJECT_SOURCE_DIR}/include
     ${PROJECT_SOURCE_DIR}/include/izwi/*.hpp)
   list(FILTER headers EXCLUDE REGEX "(^|/)impl/")
+  # The separate-compilation sources (izwi/config.hpp) are not headers to
+  # include on their own: src.hpp needs IZWI_SEPARATE_COMPILATION, and the
+  # instantiation list needs the macro its two includers define.
+  list(FILTER headers EXCLUDE REGEX "(^|/)src\\.hpp$|/stock_instantiations\\.hpp$")
   list(SORT headers)
 
   set(out_dir ${PROJECT_BINARY_DIR}/header_check)

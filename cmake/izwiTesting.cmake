@@ -6,8 +6,12 @@
 #       build. IZWI_TEST_ONLY_LABELS (a list, empty = everything) restricts a
 #       build to executables carrying one of the labels: the ThreadSanitizer
 #       configuration sets it to "threads" and so compiles only the threaded
-#       test executables. izwi_add_test calls this; call it yourself before an
-#       add_test whose executable is expensive to build.
+#       test executables. IZWI_TEST_EXCLUDE_LABELS works the other way: a
+#       test (or executable) carrying one of those labels is left out of the
+#       build entirely, so a configuration never compiles what it will not
+#       run (the sanitizer build excludes slow, install, compile-fail, fuzz).
+#       izwi_add_test calls this; call it yourself before an add_test whose
+#       executable is expensive to build.
 #
 #   izwi_register_test_target(<target>)
 #       Adds <target> to the umbrella target `izwi-tests` (build every test
@@ -34,6 +38,8 @@
 
 set(IZWI_TEST_ONLY_LABELS "" CACHE STRING
   "Build and register only test executables with one of these labels (e.g. 'threads' for ThreadSanitizer); empty: all")
+set(IZWI_TEST_EXCLUDE_LABELS "" CACHE STRING
+  "Leave out test executables and tests with one of these labels (e.g. 'slow;fuzz' for the sanitizer build)")
 set_property(GLOBAL PROPERTY IZWI_TEST_TARGETS "")
 
 function(izwi_test_selected out)
@@ -47,6 +53,11 @@ function(izwi_test_selected out)
       endif()
     endforeach()
   endif()
+  foreach(label IN LISTS ARG_LABELS)
+    if(label IN_LIST IZWI_TEST_EXCLUDE_LABELS)
+      set(selected FALSE)
+    endif()
+  endforeach()
   set(${out} ${selected} PARENT_SCOPE)
 endfunction()
 

@@ -9,6 +9,9 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-14 libclang-rt-14-dev
   # library dependencies (DESIGN §Dependencies)
   libboost1.81-all-dev xtensor-dev libxsimd-dev librange-v3-dev
+  # Boost.JSON's compiled library (libboost_json.so): every JSON file izwi reads
+  # goes through it (issue 9); libboost1.81-all-dev does not pull it in
+  libboost-json1.81-dev
   catch2 libbenchmark-dev
   # XXH3-128 for the prefix-cache block hash (header-only use, XXH_INLINE_ALL)
   libxxhash-dev
@@ -23,6 +26,9 @@ packages=(
   # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);
   # Debian 12 ships it in the prometheus package (2.42)
   prometheus
+  # qemu-x86_64 runs the kernel tests on emulated older CPUs (Westmere: no AVX,
+  # Haswell: no AVX-512) to check the runtime kernel dispatch (issue 10)
+  qemu-user
 )
 # Node.js and npm (references from the npm registry): the machine image may
 # already carry a newer Node.js with its own npm; Debian's packages only fill a gap.

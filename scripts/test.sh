@@ -10,8 +10,10 @@
 #   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
 #          (target izwi-tests). Runs every test except those labelled `slow` (too
 #          long under a sanitizer), `install` and `compile-fail` (packaging and
-#          compile-time diagnostics: sanitizer flags change nothing there) and
-#          `fuzz` (fuzz targets carry their own ASan+UBSan, and run in main).
+#          compile-time diagnostics: sanitizer flags change nothing there),
+#          `fuzz` (fuzz targets carry their own ASan+UBSan, and run in main) and
+#          `e2e` (they drive the izwi-server binary, built in main only); with
+#          IZWI_TEST_EXCLUDE_LABELS it does not even compile those.
 #   tsan   -DIZWI_SANITIZE=thread, -O1, -DIZWI_TEST_ONLY_LABELS=threads: only the
 #          test executables labelled `threads` are even configured; runs label `threads`.
 #
@@ -75,7 +77,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
 declare -A describe=(
   [main]="Release: all tests, header check, examples, benchmarks built"
-  [asan]="address,undefined: all but slow/install/compile-fail/fuzz"
+  [asan]="address,undefined: all but slow/install/compile-fail/fuzz/e2e"
   [tsan]="thread: tests labelled threads"
 )
 declare -A result build_time test_time
@@ -89,19 +91,20 @@ run_config() {
   case "$name" in
     main)
       cmake_args=(-DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_TESTS=ON -DIZWI_HEADER_CHECK=ON
-                  -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_SANITIZE= -DIZWI_TEST_ONLY_LABELS=)
+                  -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_SANITIZE= -DIZWI_TEST_ONLY_LABELS=
+                  -DIZWI_TEST_EXCLUDE_LABELS=)
       ;;
     asan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=address,undefined -DIZWI_BUILD_TESTS=ON
                   -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
-                  -DIZWI_TEST_ONLY_LABELS=)
+                  -DIZWI_TEST_ONLY_LABELS= "-DIZWI_TEST_EXCLUDE_LABELS=slow;install;compile-fail;fuzz;e2e")
       target=(--target izwi-tests)
-      ctest_args=(-LE '^(slow|install|compile-fail|fuzz)$')
+      ctest_args=(-LE '^(slow|install|compile-fail|fuzz|e2e)$')
       ;;
     tsan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=thread -DIZWI_BUILD_TESTS=ON
                   -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
-                  -DIZWI_TEST_ONLY_LABELS=threads)
+                  -DIZWI_TEST_ONLY_LABELS=threads -DIZWI_TEST_EXCLUDE_LABELS=)
       target=(--target izwi-tests)
       ctest_args=(-L '^threads$')
       ;;

@@ -36,7 +36,10 @@
 #include "izwi/io/json.hpp"
 #include "izwi/io/safetensors.hpp"
 
+#include <boost/program_options.hpp>
+
 namespace fs = std::filesystem;
+namespace po = boost::program_options;
 using namespace izwi;
 
 namespace {
@@ -54,79 +57,96 @@ struct Options {
   bool write_safetensors = true;
 };
 
-[[noreturn]] void usage(const char* problem) {
-  std::cerr << "izwi-make-random-qwen3: " << problem
-            << "\nusage: izwi-make-random-qwen3 --out DIR --tokenizer tokenizer.json [--hidden N] [--layers N]"
-               " [--heads N] [--kv-heads N] [--head-dim N] [--intermediate N] [--vocab N] [--seed N]"
-               " [--dtype f32|bf16] [--gguf-type f32|f16|bf16|q8_0] [--logit-scale X] [--untied] [--gguf-only]\n";
+constexpr const char* program = "izwi-make-random-qwen3";
+
+[[noreturn]] void usage(const std::string& problem, const po::options_description& options) {
+  std::cerr << program << ": " << problem << "\nusage: " << program << " --out DIR --tokenizer tokenizer.json [options]\n"
+            << options;
+  std::exit(2);
+}
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::cerr << program << ": " << problem << "\n(" << program << " --help lists the options)\n";
   std::exit(2);
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage((arg + " needs a value").c_str());
-      return argv[++i];
-    };
-    auto number = [&]() { return static_cast<std::uint32_t>(std::stoul(value())); };
-    if (arg == "--out") o.out = value();
-    else if (arg == "--tokenizer") o.tokenizer = value();
-    else if (arg == "--hidden") o.hidden = number();
-    else if (arg == "--layers") o.layers = number();
-    else if (arg == "--heads") o.heads = number();
-    else if (arg == "--kv-heads") o.kv_heads = number();
-    else if (arg == "--head-dim") o.head_dim = number();
-    else if (arg == "--intermediate") o.intermediate = number();
-    else if (arg == "--vocab") o.vocab = number();
-    else if (arg == "--seed") o.seed = std::stoull(value());
-    else if (arg == "--dtype") o.dtype = value();
-    else if (arg == "--gguf-type") o.gguf_type = value();
-    else if (arg == "--logit-scale") o.logit_scale = std::stod(value());
-    else if (arg == "--untied") o.tied = false;
-    else if (arg == "--gguf-only") o.write_safetensors = false;
-    else if (arg == "--help" || arg == "-h") usage("writes a random-weight Qwen3 checkpoint");
-    else usage(("unknown option " + arg).c_str());
+  std::string out, tokenizer;
+  po::options_description options("options");
+  options.add_options()
+      ("out", po::value(&out)->value_name("DIR"), "directory to write (required)")
+      ("tokenizer", po::value(&tokenizer)->value_name("FILE"), "a Qwen3 tokenizer.json (required)")
+      ("hidden", po::value(&o.hidden)->value_name("N")->default_value(o.hidden), "hidden size")
+      ("layers", po::value(&o.layers)->value_name("N")->default_value(o.layers), "decoder layers")
+      ("heads", po::value(&o.heads)->value_name("N")->default_value(o.heads), "attention heads")
+      ("kv-heads", po::value(&o.kv_heads)->value_name("N")->default_value(o.kv_heads), "key/value heads")
+      ("head-dim", po::value(&o.head_dim)->value_name("N")->default_value(o.head_dim), "head dimension")
+      ("intermediate", po::value(&o.intermediate)->value_name("N")->default_value(o.intermediate), "MLP size")
+      ("vocab", po::value(&o.vocab)->value_name("N")->default_value(o.vocab), "vocabulary rows (covers every tokenizer id)")
+      ("seed", po::value(&o.seed)->value_name("N")->default_value(o.seed), "random seed")
+      ("dtype", po::value(&o.dtype)->value_name("f32|bf16")->default_value(o.dtype), "safetensors dtype")
+      ("gguf-type", po::value(&o.gguf_type)->value_name("f32|f16|bf16|q8_0")->default_value(o.gguf_type), "GGUF weight type")
+      ("logit-scale", po::value(&o.logit_scale)->value_name("X")->default_value(o.logit_scale),
+       "standard deviation of the embedding rows (wider top-1 margins)")
+      ("untied", po::bool_switch(), "write a separate lm_head")
+      ("gguf-only", po::bool_switch(), "write model.gguf only, no safetensors")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage(e.what(), options);
   }
-  if (o.out.empty()) usage("--out is required");
-  if (o.tokenizer.empty()) usage("--tokenizer is required (a Qwen3 tokenizer.json)");
-  if (o.dtype != "f32" && o.dtype != "bf16") usage("--dtype must be f32 or bf16");
-  if (o.heads % o.kv_heads != 0) usage("--heads must be a multiple of --kv-heads");
+  if (vm.count("help")) {
+    std::cout << program << ": writes a random-weight Qwen3 checkpoint\nusage: " << program
+              << " --out DIR --tokenizer tokenizer.json [options]\n" << options;
+    std::exit(0);
+  }
+  o.out = out;
+  o.tokenizer = tokenizer;
+  o.tied = !vm["untied"].as<bool>();
+  o.write_safetensors = !vm["gguf-only"].as<bool>();
+  if (o.out.empty()) usage("--out is required", options);
+  if (o.tokenizer.empty()) usage("--tokenizer is required (a Qwen3 tokenizer.json)", options);
+  if (o.dtype != "f32" && o.dtype != "bf16") usage("--dtype must be f32 or bf16", options);
+  if (o.kv_heads == 0 || o.heads % o.kv_heads != 0) usage("--heads must be a multiple of --kv-heads", options);
   return o;
 }
 
 /// The vocabulary of a tokenizer.json as GGUF stores it.
 io::GgufVocabulary vocabulary_of(const io::JsonValue& tokenizer, std::uint32_t vocab_size) {
   io::GgufVocabulary v;
-  const io::JsonValue& model = *tokenizer.find("model");
+  const io::JsonValue& model = *io::json_find(tokenizer, "model");
   std::vector<std::string> tokens(vocab_size);
   std::vector<io::GgufTokenType> types(vocab_size, io::GgufTokenType::unused);
   std::vector<bool> filled(vocab_size, false);
-  for (const auto& [token, id] : model.find("vocab")->as_object()) {
+  for (const auto& [token, id] : io::json_find(model, "vocab")->as_object()) {
     const auto i = static_cast<std::size_t>(id.as_int64());
     if (i >= vocab_size) continue;
-    tokens[i] = token;
+    tokens[i] = std::string(token);
     types[i] = io::GgufTokenType::normal;
     filled[i] = true;
   }
-  if (const io::JsonValue* added = tokenizer.find("added_tokens"))
+  if (const io::JsonValue* added = io::json_find(tokenizer, "added_tokens"))
     for (const io::JsonValue& t : added->as_array()) {
-      const auto i = static_cast<std::size_t>(t.find("id")->as_int64());
+      const auto i = static_cast<std::size_t>(io::json_find(t, "id")->as_int64());
       if (i >= vocab_size) continue;
-      tokens[i] = t.find("content")->as_string();
-      const bool special = t.find("special") && t.find("special")->as_bool();
+      tokens[i] = std::string(*io::json_string(*io::json_find(t, "content")));
+      const io::JsonValue* special_flag = io::json_find(t, "special");
+      const bool special = special_flag && special_flag->as_bool();
       types[i] = special ? io::GgufTokenType::control : io::GgufTokenType::user_defined;
       filled[i] = true;
     }
   for (std::size_t i = 0; i < vocab_size; ++i)
     if (!filled[i]) tokens[i] = "[PAD" + std::to_string(i) + "]";
-  for (const io::JsonValue& merge : model.find("merges")->as_array()) {
+  for (const io::JsonValue& merge : io::json_find(model, "merges")->as_array()) {
     if (merge.is_string()) {
-      v.merges.push_back(merge.as_string());
+      v.merges.emplace_back(*io::json_string(merge));
     } else {  // newer tokenizers.json: ["left", "right"]
       const auto& pair = merge.as_array();
-      v.merges.push_back(pair.at(0).as_string() + " " + pair.at(1).as_string());
+      v.merges.push_back(std::string(*io::json_string(pair.at(0))) + " " + std::string(*io::json_string(pair.at(1))));
     }
   }
   v.tokens = std::move(tokens);
@@ -171,11 +191,11 @@ int main(int argc, char** argv) try {
   const io::JsonValue tokenizer = io::read_json_file(o.tokenizer);
   {
     std::size_t largest = 0;
-    for (const auto& [token, id] : tokenizer.find("model")->find("vocab")->as_object())
+    for (const auto& [token, id] : io::json_find(*io::json_find(tokenizer, "model"), "vocab")->as_object())
       largest = std::max<std::size_t>(largest, static_cast<std::size_t>(id.as_int64()));
-    if (const io::JsonValue* added = tokenizer.find("added_tokens"))
+    if (const io::JsonValue* added = io::json_find(tokenizer, "added_tokens"))
       for (const io::JsonValue& t : added->as_array())
-        largest = std::max<std::size_t>(largest, static_cast<std::size_t>(t.find("id")->as_int64()));
+        largest = std::max<std::size_t>(largest, static_cast<std::size_t>(io::json_find(t, "id")->as_int64()));
     if (o.vocab <= largest) usage("--vocab must cover every id of the tokenizer");
   }
   fs::create_directories(o.out);

@@ -16,9 +16,16 @@
 #include <vector>
 
 #include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
 namespace {
+
+// The kernel variant these figures are of, in the benchmark's context block.
+const bool kernel_variant_reported = [] {
+  benchmark::AddCustomContext("izwi CPU kernels", izwi::kernels::cpu::active_kernels().name);
+  return true;
+}();
 
 using izwi::DType;
 using izwi::kernels::cpu::WeightMatrix;

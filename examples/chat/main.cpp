@@ -15,16 +15,23 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/stock_engines.hpp"
 #include "izwi/tokenizer/chat_template.hpp"
 
+#include <boost/program_options.hpp>
+
 namespace {
+
+namespace po = boost::program_options;
 
 struct Options {
   std::string model;
@@ -36,32 +43,44 @@ struct Options {
   bool thinking = true;
 };
 
-[[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout,
-               "usage: izwi-chat MODEL [--system TEXT] [--threads N] [--max-tokens N] [--temperature T] "
-               "[--no-think] [--prompt TEXT]\n");
-  std::exit(code);
-}
+constexpr const char* usage_line =
+    "usage: izwi-chat MODEL [--system TEXT] [--threads N] [--max-tokens N] [--temperature T] [--no-think] "
+    "[--prompt TEXT]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") usage(0);
-    else if (arg == "--system") o.system = value();
-    else if (arg == "--prompt") o.prompt = value();
-    else if (arg == "--threads") o.threads = std::stoul(value());
-    else if (arg == "--max-tokens") o.max_tokens = static_cast<std::uint32_t>(std::stoul(value()));
-    else if (arg == "--temperature") o.temperature = std::stof(value());
-    else if (arg == "--no-think") o.thinking = false;
-    else if (!arg.empty() && arg[0] == '-') usage(2);
-    else o.model = arg;
+  po::options_description options("options");
+  options.add_options()
+      ("system", po::value(&o.system)->value_name("TEXT"), "system message")
+      ("prompt", po::value(&o.prompt)->value_name("TEXT"), "answer this one turn and exit (else read turns from stdin)")
+      ("threads", po::value(&o.threads)->value_name("N")->default_value(o.threads), "CPU threads (0: all cores)")
+      ("max-tokens", po::value(&o.max_tokens)->value_name("N")->default_value(o.max_tokens), "longest reply")
+      ("temperature", po::value(&o.temperature)->value_name("T")->default_value(o.temperature, "0.6"), "sampling temperature")
+      ("no-think", po::bool_switch(), "turn Qwen3's thinking off")
+      ("help,h", "show this help");
+  po::options_description hidden;
+  hidden.add_options()("model", po::value(&o.model));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "izwi-chat: " << e.what() << "\n" << usage_line << options;
+    std::exit(2);
   }
-  if (o.model.empty()) usage(2);
+  if (vm.count("help")) {
+    std::cout << usage_line << options;
+    std::exit(0);
+  }
+  o.thinking = !vm["no-think"].as<bool>();
+  if (o.model.empty()) {
+    std::cerr << "izwi-chat: MODEL is required\n" << usage_line << options;
+    std::exit(2);
+  }
   return o;
 }
 
@@ -74,10 +93,21 @@ void draw_progress(std::size_t done, std::size_t total) {
   if (done >= total) std::fputc('\n', stderr);
 }
 
+/// The CPU kernel variant chosen for this CPU (kernels/cpu/dispatch.hpp),
+/// and the ones IZWI_CPU_ARCH could force instead.
+void log_cpu_kernels() {
+  std::string built;
+  for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names())
+    built += (built.empty() ? "" : "|") + std::string(name);
+  std::fprintf(stderr, "%s: CPU kernels: %s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-chat",
+               izwi::kernels::cpu::active_kernels().name, built.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options options = parse(argc, argv);
+  log_cpu_kernels();
   izwi::Qwen3LoadOptions load;
   load.on_progress = draw_progress;
   izwi::Qwen3 model = izwi::Qwen3::load(options.model, load);

@@ -32,6 +32,8 @@
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 
+#include <boost/program_options.hpp>
+
 namespace {
 
 constexpr std::string_view corpus =
@@ -135,23 +137,25 @@ int main(int argc, char** argv) {
   std::uint32_t max_tokens = 160;
   std::uint64_t seed = 7;
   bool print_metrics = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) {
-        std::cerr << "izwi-demo: " << arg << " needs a value\n";
-        std::exit(2);
-      }
-      return std::strtoull(argv[++i], nullptr, 10);
-    };
-    if (arg == "--requests") num_requests = value();
-    else if (arg == "--max-tokens") max_tokens = static_cast<std::uint32_t>(value());
-    else if (arg == "--seed") seed = value();
-    else if (arg == "--metrics") print_metrics = true;
-    else {
-      std::cout << "usage: izwi-demo [--requests N] [--max-tokens N] [--seed N] [--metrics]\n";
-      return arg == "--help" || arg == "-h" ? 0 : 2;
-    }
+  namespace po = boost::program_options;
+  po::options_description options("usage: izwi-demo [--requests N] [--max-tokens N] [--seed N] [--metrics]");
+  options.add_options()
+      ("requests", po::value(&num_requests)->value_name("N")->default_value(num_requests), "requests to run at once")
+      ("max-tokens", po::value(&max_tokens)->value_name("N")->default_value(max_tokens), "tokens per request")
+      ("seed", po::value(&seed)->value_name("N")->default_value(seed), "sampling seed")
+      ("metrics", po::bool_switch(&print_metrics), "print the Prometheus metrics at the end")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "izwi-demo: " << e.what() << "\n" << options;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
   }
 
   using DemoEngine = izwi::Engine<izwi::FcfsScheduler, izwi::PagedKVCache<>, CharacterModelExecutor>;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "izwi/server/server.hpp"
@@ -170,10 +171,21 @@ std::optional<std::filesystem::path> default_model_when_none_given() {
   return std::nullopt;
 }
 
+/// The CPU kernel variant chosen for this CPU (kernels/cpu/dispatch.hpp),
+/// and the ones IZWI_CPU_ARCH could force instead.
+void log_cpu_kernels() {
+  std::string built;
+  for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names())
+    built += (built.empty() ? "" : "|") + std::string(name);
+  std::fprintf(stderr, "%s: CPU kernels: %s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-server",
+               izwi::kernels::cpu::active_kernels().name, built.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options options = parse_args(argc, argv);
+  log_cpu_kernels();
   if (options.models.empty() && !options.models_dir) {
     std::optional<std::filesystem::path> model = default_model_when_none_given();
     if (!model) return 2;

@@ -1,5 +1,6 @@
 #pragma once
-// All policy contracts: scheduler, KV cache, executor, model family.
+// All policy contracts: scheduler, KV cache, executor, model family, backend ops.
+#include "izwi/concepts/backend_ops.hpp"
 #include "izwi/concepts/executor.hpp"
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/concepts/memory_space.hpp"

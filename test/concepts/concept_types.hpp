@@ -231,4 +231,45 @@ using ModelNoShape = Model<kModelShape>;
 using ModelNoVocab = Model<kVocab>;
 using ModelTextVocab = Model<kTextVocab>;
 
+// --- backend ops -------------------------------------------------------------------
+enum OpsOmit : unsigned {
+  kAttention = 1u << 0,      // no ops.attention
+  kBufferByValue = 1u << 1,  // buffer() returns a std::size_t, not float*
+  kWeightType = 1u << 2,     // no weight_type
+};
+struct TinyWeight {};
+struct TinySequence {};
+template <bool Has> struct WeightTypeBase { using weight_type = TinyWeight; };
+template <> struct WeightTypeBase<false> {};
+
+template <unsigned Omit = 0, class Tag = backend_ops_tag>
+struct Ops : TagBase<Tag>, WeightTypeBase<(Omit & kWeightType) == 0> {
+  using attention_sequence = TinySequence;
+  float* buffer(std::size_t, std::size_t) requires((Omit & kBufferByValue) == 0);
+  std::size_t buffer(std::size_t, std::size_t) requires((Omit & kBufferByValue) != 0);
+  void embed(const TinyWeight&, std::span<const TokenId>, float*);
+  void matmul(const float*, std::size_t, const TinyWeight&, float*);
+  void rms_norm(const float*, std::size_t, std::size_t, const float*, float, float*);
+  void rms_norm_heads(float*, std::size_t, std::size_t, std::size_t, const float*, float);
+  void rope(float*, std::size_t, std::size_t, std::size_t, std::span<const std::int64_t>, double);
+  void store_kv(const KVLayerView&, DType, const float*, const float*, std::span<const std::int64_t>, std::size_t,
+                std::size_t);
+  void attention(const float*, std::span<const TinySequence>, const KVLayerView&, DType, std::size_t, std::size_t,
+                 std::size_t, std::size_t, float*) requires((Omit & kAttention) == 0);
+  void silu_mul(float*, const float*, std::size_t);
+  void add(float*, const float*, std::size_t);
+  void gather_rows(const float*, std::size_t, std::span<const std::uint32_t>, float*);
+};
+using GoodOps = Ops<>;
+using UntaggedOps = Ops<0, void>;
+using OpsNoAttention = Ops<kAttention>;
+using OpsBufferByValue = Ops<kBufferByValue>;
+using OpsNoWeightType = Ops<kWeightType>;
+
+/// A model family with a forward pass over any backend ops (GoodModel has none).
+struct ForwardModel : Model<> {
+  template <BackendOps O, KVCachePolicy K>
+  void forward(O&, const ForwardBatch&, std::span<const typename O::attention_sequence>, K&, float*) const;
+};
+
 }  // namespace izwi_test

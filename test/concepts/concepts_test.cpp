@@ -158,6 +158,21 @@ TEST_CASE("ModelFamily: accepts a conforming family, rejects the rest", "[concep
   STATIC_REQUIRE_FALSE(ModelFamily<ModelTextVocab>);  // vocab_size() must be a number
 }
 
+TEST_CASE("BackendOps: accepts a conforming backend, rejects the rest", "[concepts][backend_ops]") {
+  STATIC_REQUIRE(BackendOps<GoodOps>);
+  STATIC_REQUIRE_FALSE(BackendOps<UntaggedOps>);  // every operation, no opt-in
+  STATIC_REQUIRE_FALSE(BackendOps<OpsNoAttention>);
+  STATIC_REQUIRE_FALSE(BackendOps<OpsBufferByValue>);  // scratch is a float*
+  STATIC_REQUIRE_FALSE(BackendOps<OpsNoWeightType>);
+}
+
+TEST_CASE("ModelFamilyFor: a family whose forward pass runs on the backend", "[concepts][backend_ops]") {
+  STATIC_REQUIRE(ModelFamilyFor<ForwardModel, GoodOps>);
+  STATIC_REQUIRE_FALSE(ModelFamilyFor<GoodModel, GoodOps>);        // no forward()
+  STATIC_REQUIRE_FALSE(ModelFamilyFor<ForwardModel, UntaggedOps>);  // not a backend
+  STATIC_REQUIRE_FALSE(ModelFamilyFor<ForwardModel, OpsNoAttention>);
+}
+
 TEST_CASE("Archetypes satisfy their concepts", "[concepts][archetypes]") {
   STATIC_REQUIRE(KVCachePolicy<archetypes::host_kv_cache>);
   STATIC_REQUIRE(KVCachePolicy<archetypes::kv_cache<unified_space>>);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/engine_fixture.hpp"
-#include "izwi/tokenizer/detail/utf8.hpp"
+#include "izwi/core/detail/utf8.hpp"
 
 using namespace izwi;
 using namespace izwi::testing;
@@ -93,7 +93,7 @@ void check_fault_isolated(TokenId fault, const std::string& expected_message) {
   CHECK(text.find("izwi:request_errors_total{model_name=\"izwi\"} 1") != std::string::npos);
 }
 
-bool valid_utf8(std::string_view s) { return tokenizer::detail::utf8_first_invalid(s) == std::string_view::npos; }
+bool valid_utf8(std::string_view s) { return izwi::detail::utf8_first_invalid(s) == std::string_view::npos; }
 
 }  // namespace
 

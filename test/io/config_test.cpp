@@ -59,24 +59,26 @@ std::string qwen3_with(const std::string& key, const std::string& value) {
   std::string out = "{";
   bool first = true;
   bool replaced = false;
-  for (const auto& [k, v] : doc.as_object()) {
+  for (const auto& member : doc.as_object()) {
+    const std::string k(member.key());
+    const izwi::io::JsonValue& v = member.value();
     std::string text;
     if (k == key) {
       replaced = true;
       if (value.empty()) continue;
       text = value;
     } else if (v.is_string()) {
-      text = izwi::io::json_quote(v.as_string());
+      text = izwi::io::json_quote(*izwi::io::json_string(v));
     } else if (v.is_null()) {
       text = "null";
     } else if (v.is_bool()) {
       text = v.as_bool() ? "true" : "false";
     } else if (v.is_array()) {
-      text = "[\"" + v.as_array()[0].as_string() + "\"]";
-    } else if (v.is_integer()) {
-      text = std::to_string(v.as_int64());
+      text = "[" + izwi::io::json_quote(*izwi::io::json_string(v.as_array()[0])) + "]";
+    } else if (izwi::io::json_integer(v)) {
+      text = std::to_string(*izwi::io::json_integer(v));
     } else {
-      text = std::to_string(v.as_double());
+      text = std::to_string(*izwi::io::json_number(v));
       if (k == "rms_norm_eps") text = "1e-06";
     }
     out += (first ? "" : ",") + izwi::io::json_quote(k) + ":" + text;

@@ -121,12 +121,12 @@ TEST_CASE("gguf: llama.cpp loads, tokenizes with and generates from files izwi w
     const JsonValue result = parse_json(line, "node output");
     // "hello": "he" (the one merge) then 'l', 'l', 'o' as byte tokens.
     std::vector<std::int64_t> tokens;
-    for (const auto& t : result.find("tokens")->as_array()) tokens.push_back(t.as_int64());
+    for (const auto& t : izwi::io::json_find(result, "tokens")->as_array()) tokens.push_back(t.as_int64());
     CHECK(tokens == std::vector<std::int64_t>{256, 108, 108, 111});
-    const auto& generated = result.find("generated")->as_array();
+    const auto& generated = izwi::io::json_find(result, "generated")->as_array();
     CHECK(generated.size() == 5);
     for (const auto& t : generated) CHECK(t.as_int64() < 260);
-    CHECK(result.find("trainContextSize")->as_int64() == 512);
+    CHECK(izwi::io::json_find(result, "trainContextSize")->as_int64() == 512);
     ++models;
   }
   CHECK(models == 4);

@@ -1,5 +1,6 @@
-// The strict JSON reader: what it accepts, and that each kind of malformed
-// document is refused with json_error naming the file, line and column.
+// The JSON reader (Boost.JSON behind izwi::io::parse_json): what it accepts,
+// and that each kind of malformed document is refused with json_error naming
+// the file, line and column and saying what is wrong there.
 
 #include "io_test_support.hpp"
 
@@ -9,9 +10,12 @@
 #include <utility>
 #include <vector>
 
-using izwi::io::JsonKind;
-using izwi::io::JsonValue;
 using izwi::io::json_error;
+using izwi::io::json_find;
+using izwi::io::json_integer;
+using izwi::io::json_number;
+using izwi::io::json_string;
+using izwi::io::JsonValue;
 using izwi::io::parse_json;
 using namespace izwi_io_test;
 
@@ -19,35 +23,39 @@ TEST_CASE("json: values of every kind parse with their exact contents", "[io][js
   const JsonValue doc = parse_json(R"( {
     "null": null, "t": true, "f": false,
     "int": -42, "zero": 0, "big": 9007199254740993, "huge": 18446744073709551616,
-    "frac": 0.5, "exp": 1e-06, "neg_exp": -2.5E+3,
+    "frac": 0.5, "exp": 1e-06, "neg_exp": -2.5E+3, "tiny": 1e-400,
     "text": "tab\t quote\" slash\/ back\\ \u00e9 \ud83d\ude00 日本",
     "list": [1, [2, [3]], {}],
     "nested": {"a": {"b": []}}
   } )");
   REQUIRE(doc.is_object());
-  CHECK(doc.find("null")->is_null());
-  CHECK(doc.find("t")->as_bool());
-  CHECK_FALSE(doc.find("f")->as_bool());
-  CHECK(doc.find("int")->as_int64() == -42);
-  CHECK(doc.find("zero")->as_int64() == 0);
+  CHECK(json_find(doc, "null")->is_null());
+  CHECK(json_find(doc, "t")->as_bool());
+  CHECK_FALSE(json_find(doc, "f")->as_bool());
+  CHECK(json_integer(*json_find(doc, "int")) == -42);
+  CHECK(json_integer(*json_find(doc, "zero")) == 0);
   // Integers beyond 2^53 keep their exact value.
-  CHECK(doc.find("big")->as_int64() == 9007199254740993LL);
+  CHECK(json_integer(*json_find(doc, "big")) == 9007199254740993LL);
   // Beyond int64: a number, not an integer.
-  CHECK(doc.find("huge")->is_number());
-  CHECK_FALSE(doc.find("huge")->is_integer());
-  CHECK(doc.find("huge")->as_double() == Approx(1.8446744073709552e19));
-  CHECK(doc.find("frac")->as_double() == 0.5);
-  CHECK_FALSE(doc.find("frac")->is_integer());
-  CHECK(doc.find("exp")->as_double() == 1e-06);
-  CHECK(doc.find("neg_exp")->as_double() == -2500.0);
-  CHECK(doc.find("text")->as_string() == "tab\t quote\" slash/ back\\ \xc3\xa9 \xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac");
-  const auto& list = doc.find("list")->as_array();
+  CHECK(json_find(doc, "huge")->is_number());
+  CHECK_FALSE(json_integer(*json_find(doc, "huge")).has_value());
+  CHECK(*json_number(*json_find(doc, "huge")) == Approx(1.8446744073709552e19));
+  CHECK(json_number(*json_find(doc, "frac")) == 0.5);
+  CHECK_FALSE(json_integer(*json_find(doc, "frac")).has_value());
+  CHECK(json_number(*json_find(doc, "exp")) == 1e-06);
+  CHECK(json_number(*json_find(doc, "neg_exp")) == -2500.0);
+  CHECK(json_number(*json_find(doc, "tiny")) == 0.0);  // underflow is harmless
+  CHECK(json_string(*json_find(doc, "text")) ==
+        "tab\t quote\" slash/ back\\ \xc3\xa9 \xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac");
+  const auto& list = json_find(doc, "list")->as_array();
   REQUIRE(list.size() == 3);
   CHECK(list[1].as_array()[1].as_array()[0].as_int64() == 3);
   CHECK(list[2].as_object().empty());
-  CHECK(doc.find("nested")->find("a")->find("b")->as_array().empty());
-  CHECK(doc.find("absent") == nullptr);
-  CHECK(doc.find("int")->find("x") == nullptr);  // find on a non-object is null, not a throw
+  CHECK(json_find(*json_find(*json_find(doc, "nested"), "a"), "b")->as_array().empty());
+  CHECK(json_find(doc, "absent") == nullptr);
+  CHECK(json_find(*json_find(doc, "int"), "x") == nullptr);  // find on a non-object is null, not a throw
+  CHECK_FALSE(json_string(*json_find(doc, "int")).has_value());
+  CHECK_FALSE(json_number(*json_find(doc, "text")).has_value());
 }
 
 TEST_CASE("json: objects keep document order and look keys up in large objects", "[io][json]") {
@@ -57,33 +65,35 @@ TEST_CASE("json: objects keep document order and look keys up in large objects",
   const JsonValue doc = parse_json(text);
   const auto& object = doc.as_object();
   REQUIRE(object.size() == 500);
-  CHECK(object.begin()->first == "k499");
-  CHECK(doc.find("k0")->as_int64() == 499);
-  CHECK(doc.find("k250")->as_int64() == 249);
-  CHECK(doc.find("k500") == nullptr);
+  CHECK(object.begin()->key() == "k499");
+  CHECK(json_integer(*json_find(doc, "k0")) == 499);
+  CHECK(json_integer(*json_find(doc, "k250")) == 249);
+  CHECK(json_find(doc, "k500") == nullptr);
 }
 
-TEST_CASE("json: accessors of the wrong kind throw izwi::error naming both kinds", "[io][json]") {
-  const JsonValue doc = parse_json(R"({"s": "x", "n": 1.5})");
-  const std::string m = message_of<izwi::error>([&] { doc.find("s")->as_int64(); });
-  CHECK(contains(m, "string"));
-  CHECK(contains(m, "number"));
-  CHECK(contains(message_of<izwi::error>([&] { doc.find("n")->as_int64(); }), "not an integer"));
-  CHECK(contains(message_of<izwi::error>([&] { doc.as_array(); }), "object"));
+TEST_CASE("json: kind phrases name what a value is, for messages", "[io][json]") {
+  const JsonValue doc = parse_json(R"({"s": "x", "n": 1.5, "i": 2, "b": true, "z": null, "a": [], "o": {}})");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "s")) == "a string");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "n")) == "a number");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "i")) == "a number");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "b")) == "a boolean");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "z")) == "null");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "a")) == "an array");
+  CHECK(izwi::io::json_kind_phrase(*json_find(doc, "o")) == "an object");
 }
 
 TEST_CASE("json: malformed documents are refused with the position and the problem", "[io][json]") {
   const std::vector<std::pair<std::string, std::string>> table = {
       {"", "unexpected end"},
       {"   ", "unexpected end"},
-      {"{", "expected a string key"},
+      {"{", "unexpected end of the document, expected a string key"},
       {"{\"a\" 1}", "expected ':'"},
-      {"{\"a\":1,}", "expected a string key"},
-      {"[1,]", "expected a value"},
+      {"{\"a\":1,}", "expected a string key after ','"},
+      {"[1,]", "expected a value after ','"},
       {"[1 2]", "expected ',' or ']'"},
       {"{\"a\":1 \"b\":2}", "expected ',' or '}'"},
       {"{\"a\":1}{}", "unexpected bytes after"},
-      {"// comment\n{}", "expected a value"},
+      {"// comment\n{}", "comments are not JSON"},
       {"[NaN]", "expected a value"},
       {"[Infinity]", "expected a value"},
       {"[01]", "leading zero"},
@@ -106,6 +116,9 @@ TEST_CASE("json: malformed documents are refused with the position and the probl
       {"[\"\xf4\x90\x80\x80\"]", "invalid UTF-8"},  // above U+10FFFF
       {"[\"\xe6\x97\"]", "invalid UTF-8"},          // truncated sequence
       {"{\"a\":1,\"a\":2}", "duplicate key 'a'"},
+      {"{\"o\":{\"b\":[{\"c\":1,\"c\":1}]}}", "duplicate key 'c'"},
+      {"[1] x", "unexpected bytes after"},
+      {"{\"a\":tru}", "expected a value"},
       {"\xef\xbb\xbf{}", "byte order mark"},
   };
   for (const auto& [text, problem] : table) {
@@ -131,6 +144,8 @@ TEST_CASE("json: line and column point at the problem", "[io][json]") {
     CHECK(e.file() == "cfg.json");
     CHECK(e.line() == 3);
     CHECK(e.column() == 8);
+    CHECK(e.offset() == 19);
+    CHECK(contains(e.problem(), "expected a value"));
   }
 }
 
@@ -153,5 +168,5 @@ TEST_CASE("json: read_json_file names a missing file; json_quote round-trips", "
   CHECK(contains(message_of<izwi::error>([&] { izwi::io::read_json_file(dir.path() / "nope.json"); }), "nope.json"));
   const std::string odd = "q\" b\\ nl\n ctl\x01 \xc3\xa9";
   write_text(dir.path() / "s.json", "[" + izwi::io::json_quote(odd) + "]");
-  CHECK(izwi::io::read_json_file(dir.path() / "s.json").as_array()[0].as_string() == odd);
+  CHECK(json_string(izwi::io::read_json_file(dir.path() / "s.json").as_array()[0]) == odd);
 }

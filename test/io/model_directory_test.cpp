@@ -91,7 +91,7 @@ TEST_CASE("model directory: a single-file model with its JSON files", "[io][mode
   CHECK(model.generation_config()->eos_token_ids == std::vector<std::int64_t>{3, 4});
   CHECK(model.generation_config()->temperature == 0.7);
   REQUIRE(model.tokenizer_config_json().has_value());
-  CHECK(model.tokenizer_config_json()->find("chat_template")->as_string() == "{{x}}");
+  CHECK(izwi::io::json_string(*izwi::io::json_find(*model.tokenizer_config_json(), "chat_template")) == "{{x}}");
   CHECK(model.tokenizer_json_path() == dir.path() / "tokenizer.json");
   CHECK(model.weight_files().size() == 1);
   CHECK(model.tensor_count() == w.names.size());

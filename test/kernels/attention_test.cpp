@@ -1,6 +1,6 @@
 // Paged attention and store_kv against a double reference: a step mixing
 // decode tokens and prefill chunks with cached prefixes, scattered blocks,
-// grouped-query heads, every cache dtype, odd head_dim, vector and scalar kernels.
+// grouped-query heads, every cache dtype, odd head_dim, every kernel variant this CPU runs.
 
 #include <catch2/catch.hpp>
 
@@ -16,7 +16,6 @@
 
 using namespace izwi;
 namespace kc = izwi::kernels::cpu;
-namespace kd = izwi::kernels::cpu::detail;
 
 namespace {
 
@@ -26,8 +25,7 @@ float round_to_cache(float v, DType dtype) {
   return v;
 }
 
-template <class Arch>
-void check_attention(DType cache_dtype, std::size_t num_heads, std::size_t num_kv_heads, std::size_t head_dim,
+void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::size_t num_heads, std::size_t num_kv_heads, std::size_t head_dim,
                      std::size_t block_size) {
   // Sequences: {cached tokens, tokens this step}: decode steps, a fresh
   // prefill, a chunk after a cached prefix, long decodes (split over context chunks).
@@ -79,7 +77,7 @@ void check_attention(DType cache_dtype, std::size_t num_heads, std::size_t num_k
   const auto q = kernel_test::random_floats(rows * q_ld, 7, 1.5f);
   std::vector<float> out(rows * num_heads * head_dim, -5.0f);
   kc::AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, cache_dtype, 0.0f, q_ld, 0};
-  kd::paged_attention<Arch>(q.data(), seqs, kv, shape, out.data(), pool);
+  kernels.paged_attention(q.data(), seqs.data(), seqs.size(), kv, shape, out.data(), pool);
 
   const double scale = 1.0 / std::sqrt(double(head_dim));
   const std::size_t group = num_heads / num_kv_heads;
@@ -114,10 +112,12 @@ void check_attention(DType cache_dtype, std::size_t num_heads, std::size_t num_k
 }  // namespace
 
 TEST_CASE("paged_attention: mixed decode and prefill chunks, GQA, every cache dtype", "[kernels][attention]") {
-  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
-    check_attention<kd::KernelArch>(dtype, 4, 2, 64, 16);
-    check_attention<kd::KernelArch>(dtype, 6, 2, 37, 5);   // odd head_dim, odd block size, groups of 3
-    check_attention<kd::ScalarArch>(dtype, 4, 2, 20, 16);
-  }
-  check_attention<kd::KernelArch>(DType::f16, 3, 3, 24, 1);  // no grouping, one-token blocks
+  kernel_test::for_each_variant([](const kc::KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      check_attention(kernels, dtype, 4, 2, 64, 16);
+      check_attention(kernels, dtype, 6, 2, 37, 5);  // odd head_dim, odd block size, groups of 3
+      check_attention(kernels, dtype, 4, 2, 20, 16);
+    }
+    check_attention(kernels, DType::f16, 3, 3, 24, 1);  // no grouping, one-token blocks
+  });
 }

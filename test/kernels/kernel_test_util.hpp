@@ -10,9 +10,26 @@
 #include <vector>
 
 #include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
 namespace izwi::kernel_test {
+
+/// Runs check(table) for every kernel variant compiled in that this CPU
+/// runs ("scalar", "sse2", "avx2", "avx512"...), each explicitly, not only
+/// the active one; reports the variants it cannot run here.
+template <class Check>
+void for_each_variant(Check&& check) {
+  for (std::string_view name : kernels::cpu::compiled_kernel_names()) {
+    const kernels::cpu::KernelTable* table = kernels::cpu::kernels_for(name);
+    if (table == nullptr) {
+      WARN("kernel variant " << name << " skipped: this CPU lacks its instructions");
+      continue;
+    }
+    INFO("kernel variant " << name);
+    check(*table);
+  }
+}
 
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

@@ -1,5 +1,6 @@
 // matmul (GEMV and GEMM paths) against a double-precision reference, every
-// weight dtype, odd sizes, the vector and the scalar kernels, 1 and 3 threads.
+// weight dtype, odd sizes, every kernel variant this CPU runs (scalar
+// included), 1 and 3 threads.
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +14,7 @@
 
 using namespace izwi;
 using izwi::kernels::cpu::WeightMatrix;
-namespace kd = izwi::kernels::cpu::detail;
+using izwi::kernels::cpu::KernelTable;
 
 namespace {
 
@@ -23,8 +24,7 @@ constexpr double relative_tolerance = 2e-6;
 
 /// `align_x`: x in a 64-byte aligned buffer (the batched GEMV reads it in
 /// place only then; otherwise it copies it to aligned scratch first).
-template <class Arch>
-void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi::detail::ThreadPool& pool,
+void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi::detail::ThreadPool& pool,
                   std::size_t ldx_pad = 0, std::size_t ldy_pad = 0, bool align_x = false) {
   const auto w = kernel_test::make_weights(dtype, n, k, static_cast<std::uint32_t>(m * 1000 + k * 10 + n));
   const std::size_t ldx = k + ldx_pad, ldy = n + ldy_pad;
@@ -34,7 +34,7 @@ void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi
   if (align_x) x += (64 - reinterpret_cast<std::uintptr_t>(x) % 64) % 64 / sizeof(float);
   std::copy(x_values.begin(), x_values.end(), x);
   std::vector<float> y(m * ldy, -12345.0f);
-  kd::matmul<Arch>(x, ldx, m, w.matrix, y.data(), ldy, pool);
+  kernels.matmul(x, ldx, m, w.matrix, y.data(), ldy, pool);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
       double ref = 0, mag = 0;
@@ -51,8 +51,7 @@ void check_matmul(DType dtype, std::size_t m, std::size_t k, std::size_t n, izwi
   }
 }
 
-template <class Arch>
-void check_all_sizes(izwi::detail::ThreadPool& pool) {
+void check_all_sizes(const KernelTable& kernels, izwi::detail::ThreadPool& pool) {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
     const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 96, 160}
                                                              : std::vector<std::size_t>{1, 17, 67, 160};
@@ -61,30 +60,27 @@ void check_all_sizes(izwi::detail::ThreadPool& pool) {
     // rows; Q8_0 from 12 rows: widened tiles) and two of the GEMM.
     for (std::size_t m = 1; m <= 17; ++m)
       for (std::size_t k : ks)
-        for (std::size_t n : {1, 3, 37, 133}) check_matmul<Arch>(dtype, m, k, n, pool);
-    check_matmul<Arch>(dtype, 19, ks.back(), 37, pool);
-    check_matmul<Arch>(dtype, 3, ks.back(), 70, pool, 5, 3);   // GEMV with row strides
-    check_matmul<Arch>(dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMV, row groups, with row strides
-    check_matmul<Arch>(dtype, 21, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
+        for (std::size_t n : {1, 3, 37, 133}) check_matmul(kernels, dtype, m, k, n, pool);
+    check_matmul(kernels, dtype, 19, ks.back(), 37, pool);
+    check_matmul(kernels, dtype, 3, ks.back(), 70, pool, 5, 3);   // GEMV with row strides
+    check_matmul(kernels, dtype, 11, ks.back(), 70, pool, 5, 3);  // GEMV, row groups, with row strides
+    check_matmul(kernels, dtype, 21, ks.back(), 70, pool, 5, 3);  // GEMM with row strides
     // Activations read in place (64-byte aligned, row stride a multiple of 16).
-    for (std::size_t m : {2, 5, 13, 16}) check_matmul<Arch>(dtype, m, 160, 37, pool, 16, 0, true);
+    for (std::size_t m : {2, 5, 13, 16}) check_matmul(kernels, dtype, m, 160, 37, pool, 16, 0, true);
     // Deeper than a widened Q8_0 tile (1024 values): tiles in two pieces.
     const std::size_t deep = dtype == DType::q8_0 ? 1088 : 1041;
-    for (std::size_t m : {1, 2, 7, 12, 16}) check_matmul<Arch>(dtype, m, deep, 13, pool);
+    for (std::size_t m : {1, 2, 7, 12, 16}) check_matmul(kernels, dtype, m, deep, 13, pool);
   }
 }
 
 }  // namespace
 
-TEST_CASE("matmul: vector kernels match a double reference", "[kernels][matmul]") {
+TEST_CASE("matmul: every kernel variant matches a double reference", "[kernels][matmul]") {
   izwi::detail::ThreadPool pool3(3), pool1(1);
-  check_all_sizes<kd::KernelArch>(pool3);
-  check_all_sizes<kd::KernelArch>(pool1);
-}
-
-TEST_CASE("matmul: scalar kernels match a double reference", "[kernels][matmul]") {
-  izwi::detail::ThreadPool pool(2);
-  check_all_sizes<kd::ScalarArch>(pool);
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    check_all_sizes(kernels, pool3);
+    check_all_sizes(kernels, pool1);
+  });
 }
 
 TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") {
@@ -94,6 +90,11 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
     std::vector<float> row(64);
     kernels::cpu::dequantize_row(w.matrix, 3, row.data());
     for (std::size_t i = 0; i < 64; ++i) REQUIRE(row[i] == w.values[3 * 64 + i]);
+    kernel_test::for_each_variant([&](const KernelTable& kernels) {
+      std::vector<float> widened(64, -1.0f);
+      kernels.dequantize_row(w.matrix, 4, widened.data());
+      for (std::size_t i = 0; i < 64; ++i) REQUIRE(widened[i] == w.values[4 * 64 + i]);
+    });
     const auto x = kernel_test::random_floats(2 * 64, 5);
     std::vector<float> y(2 * 5);
     kernels::cpu::matmul(x.data(), 2, 64, w.matrix, y.data(), pool);

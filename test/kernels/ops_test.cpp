@@ -1,5 +1,5 @@
 // Row-wise kernels and rotary embedding against double references, odd
-// sizes, vector and scalar kernels; half conversions.
+// sizes, every kernel variant this CPU runs; half conversions.
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "izwi/core/half.hpp"
+#include "izwi/kernels/cpu/detail/simd.hpp"
 #include "izwi/kernels/cpu/elementwise.hpp"
 #include "izwi/kernels/cpu/rotary.hpp"
 #include "kernel_test_util.hpp"
@@ -52,14 +53,13 @@ TEST_CASE("half: array conversions equal the scalar ones, RNE and specials", "[k
   for (std::size_t i = 0; i < xs.size(); ++i) REQUIRE(b16[i] == f32_to_bf16(xs[i]));
 }
 
-template <class Arch>
-void check_row_ops() {
+void check_row_ops(const kc::KernelTable& kernels) {
   for (std::size_t n : {1, 7, 33, 130}) {
     const auto x = kernel_test::random_floats(3 * (n + 2), static_cast<std::uint32_t>(n), 3.0f);
     const auto w = kernel_test::random_floats(n, 11);
     // rms_norm over 3 rows with strides n+2 -> n+1.
     std::vector<float> y(3 * (n + 1), 7.0f);
-    kd::rms_norm<Arch>(x.data(), n + 2, 3, n, w.data(), 1e-6f, y.data(), n + 1);
+    kernels.rms_norm(x.data(), n + 2, 3, n, w.data(), 1e-6f, y.data(), n + 1);
     for (std::size_t r = 0; r < 3; ++r) {
       double ms = 0;
       for (std::size_t i = 0; i < n; ++i) ms += double(x[r * (n + 2) + i]) * x[r * (n + 2) + i];
@@ -70,7 +70,7 @@ void check_row_ops() {
     }
     // silu_mul, in place on gate.
     std::vector<float> g(x.begin(), x.begin() + n), u(x.begin() + n, x.begin() + 2 * n);
-    kd::silu_mul<Arch>(g.data(), u.data(), g.data(), n);
+    kernels.silu_mul(g.data(), u.data(), g.data(), n);
     for (std::size_t i = 0; i < n; ++i) {
       const double ref = double(x[i]) / (1.0 + std::exp(-double(x[i]))) * x[n + i];
       REQUIRE(std::fabs(g[i] - ref) <= 1e-5 * (1 + std::fabs(ref)));
@@ -79,21 +79,21 @@ void check_row_ops() {
     std::vector<float> s(x.begin(), x.begin() + n);
     for (auto& v : s) v += 1000.0f;
     const std::vector<float> logits = s;
-    kd::softmax<Arch>(s.data(), n);
+    kernels.softmax(s.data(), n);
     double denom = 0;
     for (std::size_t i = 0; i < n; ++i) denom += std::exp(double(logits[i]) - 1003.0);
     for (std::size_t i = 0; i < n; ++i)
       REQUIRE(std::fabs(s[i] - std::exp(double(logits[i]) - 1003.0) / denom) <= 1e-6);
     // add_inplace.
     std::vector<float> a(x.begin(), x.begin() + n);
-    kd::add_inplace<Arch>(a.data(), w.data(), n);
+    kernels.add_inplace(a.data(), w.data(), n);
     for (std::size_t i = 0; i < n; ++i) REQUIRE(a[i] == x[i] + w[i]);
   }
   // Per-head norm: 2 rows of 3 heads of 20, row stride 70 (10 floats of padding untouched).
   auto x = kernel_test::random_floats(140, 5, 2.0f);
   const auto orig = x;
   const auto w = kernel_test::random_floats(20, 6);
-  kd::rms_norm_heads<Arch>(x.data(), 70, 2, 3, 20, w.data(), 1e-6f);
+  kernels.rms_norm_heads(x.data(), 70, 2, 3, 20, w.data(), 1e-6f);
   for (std::size_t r = 0; r < 2; ++r) {
     for (std::size_t h = 0; h < 3; ++h) {
       const float* o = orig.data() + r * 70 + h * 20;
@@ -107,23 +107,21 @@ void check_row_ops() {
 }
 
 TEST_CASE("row ops: rms_norm, rms_norm_heads, silu_mul, softmax, add", "[kernels][ops]") {
-  check_row_ops<kd::KernelArch>();
-  check_row_ops<kd::ScalarArch>();
+  kernel_test::for_each_variant(check_row_ops);
   // Public entry points.
   std::vector<float> v{1.0f, 2.0f, 3.0f};
   kc::softmax(v.data(), v.size());
   REQUIRE(std::fabs(v[0] + v[1] + v[2] - 1.0f) < 1e-6f);
 }
 
-template <class Arch>
-void check_rotary() {
+void check_rotary(const kc::KernelTable& kernels) {
   const std::size_t heads = 3, head_dim = 38, rotary_dim = 34, ld = heads * head_dim + 5;
   const double theta = 1e6;
   const kc::RotaryTable table(rotary_dim, theta, 3000);
   const std::vector<std::int64_t> positions{0, 1, 17, 2999};
   auto x = kernel_test::random_floats(positions.size() * ld, 21);
   const auto orig = x;
-  kd::apply_rotary<Arch>(x.data(), ld, heads, head_dim, positions, table);
+  kernels.apply_rotary(x.data(), ld, heads, head_dim, positions, table);
   const std::size_t half = rotary_dim / 2;
   for (std::size_t r = 0; r < positions.size(); ++r)
     for (std::size_t h = 0; h < heads; ++h) {
@@ -154,14 +152,15 @@ void check_sum_each() {
     REQUIRE(sums[r] == float(r * 100 * S::lanes + S::lanes * (S::lanes - 1) / 2));
 }
 
+// Instantiated here, for the architecture this test is compiled for (the
+// AVX-512 transpose-add is covered by every variant's batched matmul above).
 TEST_CASE("Simd::sum_each returns row sums in row order", "[kernels][simd]") {
   check_sum_each<kd::KernelArch>();
   check_sum_each<kd::ScalarArch>();
 }
 
 TEST_CASE("rotary: NeoX rotate-half layout, partial rotary, table", "[kernels][rotary]") {
-  check_rotary<kd::KernelArch>();
-  check_rotary<kd::ScalarArch>();
+  kernel_test::for_each_variant(check_rotary);
 }
 
 TEST_CASE("embedding_gather widens rows of every dtype", "[kernels][ops]") {

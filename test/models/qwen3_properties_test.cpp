@@ -20,7 +20,8 @@
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
-#include "izwi/tokenizer/detail/utf8.hpp"
+#include "izwi/stock_engines.hpp"
+#include "izwi/core/detail/utf8.hpp"
 #include "izwi/tokenizer/detokenizer.hpp"
 #include "models/random_qwen3.hpp"
 
@@ -224,7 +225,7 @@ TEST_CASE("the unified-memory cache serves Qwen3 like the paged one", "[qwen3][u
 
 namespace {
 
-bool valid_utf8(std::string_view s) { return tokenizer::detail::utf8_first_invalid(s) == std::string_view::npos; }
+bool valid_utf8(std::string_view s) { return izwi::detail::utf8_first_invalid(s) == std::string_view::npos; }
 
 /// The `count` code points of `text` from the code point at `first`.
 std::string code_points(std::string_view text, std::size_t first, std::size_t count) {

@@ -20,6 +20,7 @@
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/stock_engines.hpp"
 #include "models/random_qwen3.hpp"
 
 namespace fs = std::filesystem;
@@ -113,7 +114,7 @@ TEST_CASE("Qwen3 logits and greedy ids equal llama.cpp's on the same weights", "
     greedy.sampling.max_tokens = greedy_tokens;
     const RequestOutput out = engine.generate(greedy);
     std::vector<TokenId> expected;
-    for (const io::JsonValue& id : greedy_json.find("greedy")->as_array().at(i).as_array())
+    for (const io::JsonValue& id : io::json_find(greedy_json, "greedy")->as_array().at(i).as_array())
       expected.push_back(static_cast<TokenId>(id.as_int64()));
     CHECK(out.token_ids == expected);
   }

@@ -7,7 +7,7 @@
 
 #include <izwi/tokenizer/bpe_tokenizer.hpp>
 #include <izwi/tokenizer/chat_template.hpp>
-#include <izwi/tokenizer/detail/json_cursor.hpp>
+#include <izwi/io/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -149,31 +149,27 @@ ReferenceOutput read_reference(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  izwi::tokenizer::detail::JsonCursor json(text, path);
+  const izwi::io::JsonValue doc = izwi::io::parse_json(text, path);
   ReferenceOutput out;
-  auto read_id_lists = [&](std::vector<std::vector<TokenId>>& lists) {
-    json.begin_array();
-    while (json.next_element()) {
+  auto read_id_lists = [&](std::string_view key, std::vector<std::vector<TokenId>>& lists) {
+    const izwi::io::JsonValue* value = izwi::io::json_find(doc, key);
+    if (value == nullptr) return;
+    for (const auto& list : value->as_array()) {
       auto& ids = lists.emplace_back();
-      json.begin_array();
-      while (json.next_element()) ids.push_back(static_cast<TokenId>(json.read_integer()));
+      for (const auto& id : list.as_array()) ids.push_back(static_cast<TokenId>(*izwi::io::json_integer(id)));
     }
   };
-  auto read_strings = [&](std::vector<std::string>& strings) {
-    json.begin_array();
-    while (json.next_element()) strings.push_back(json.read_string());
+  auto read_strings = [&](std::string_view key, std::vector<std::string>& strings) {
+    const izwi::io::JsonValue* value = izwi::io::json_find(doc, key);
+    if (value == nullptr) return;
+    for (const auto& s : value->as_array()) strings.emplace_back(*izwi::io::json_string(s));
   };
-  std::string key;
-  json.begin_object();
-  while (json.next_member(key)) {
-    if (key == "ids") read_id_lists(out.ids);
-    else if (key == "chat_ids") read_id_lists(out.chat_ids);
-    else if (key == "decoded") read_strings(out.decoded);
-    else if (key == "decoded_skip_special") read_strings(out.decoded_skip_special);
-    else if (key == "chats") read_strings(out.chats);
-    else if (key == "id_lists_decoded") read_strings(out.id_lists_decoded);
-    else json.skip_value();
-  }
+  read_id_lists("ids", out.ids);
+  read_id_lists("chat_ids", out.chat_ids);
+  read_strings("decoded", out.decoded);
+  read_strings("decoded_skip_special", out.decoded_skip_special);
+  read_strings("chats", out.chats);
+  read_strings("id_lists_decoded", out.id_lists_decoded);
   return out;
 }
 

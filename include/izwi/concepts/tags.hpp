@@ -15,6 +15,7 @@ struct scheduler_tag {};
 struct kv_cache_tag {};
 struct executor_tag {};
 struct model_family_tag {};
+struct backend_ops_tag {};
 
 template <class T, class Tag>
 concept opts_into = requires { typename T::policy_category; } &&

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/concepts/backend_ops.hpp"
 #include "izwi/concepts/executor.hpp"
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/concepts/memory_space.hpp"
@@ -58,7 +59,10 @@ class ModelDetokenizer {
   std::optional<tokenizer::IncrementalDetokenizer> inner_;
 };
 
+/// Model: a model family whose forward pass runs on the CPU backend's ops
+/// (ModelFamilyFor<Model, detail::CpuOps>; docs/concepts/backend_ops.md).
 template <class Model>
+  requires ModelFamilyFor<Model, detail::CpuOps>
 class CpuExecutor {
  public:
   using policy_category = executor_tag;

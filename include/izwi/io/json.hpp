@@ -1,28 +1,35 @@
 #pragma once
-// A small strict JSON reader for the JSON files of a model directory
-// (config.json, generation_config.json, tokenizer_config.json,
-// model.safetensors.index.json, tokenizer.json).
+// Reading the JSON files of a model directory (config.json,
+// generation_config.json, tokenizer_config.json, model.safetensors.index.json,
+// tokenizer.json) through Boost.JSON, the one JSON library of izwi (the server
+// speaks it too).
 //
-// Why not Boost.JSON: in Boost 1.81 (Debian 12) Boost.JSON is header-only only
-// if exactly one translation unit of the program includes
-// <boost/json/src.hpp>; a header-only library cannot promise that for its
-// users (two of izwi's headers in two TUs would define the same symbols twice,
-// none would leave them undefined). This reader is plain inline C++20 instead.
-//
-// Strict RFC 8259: one value per document, no comments, no trailing commas, no
-// NaN/Infinity, no leading zeros, strings must be valid UTF-8 (no overlong
-// forms, no surrogates, escapes paired correctly), duplicate object keys are
-// refused, nesting is capped (json_max_depth) so hostile input cannot exhaust
-// the stack. A refused document throws json_error with the file, line and column.
+// Boost.JSON does the parsing (strict RFC 8259 by default: no comments, no
+// trailing commas, no NaN/Infinity, strings validated as UTF-8, surrogate
+// escapes paired); this layer adds what a model loader needs on top:
+//   - a refused document throws json_error naming the file, line and column
+//     and saying what is wrong there ("expected ':' after an object key",
+//     "invalid UTF-8 in a string", ...), not only "syntax error";
+//   - duplicate object keys are refused (Boost.JSON would keep the last);
+//   - numbers beyond the range of a double are refused (Boost.JSON would
+//     give infinity); a UTF-8 byte order mark is refused with its name;
+//   - nesting is capped (json_max_depth) and files are size-capped.
 //
 //   izwi::io::JsonValue doc = izwi::io::read_json_file("config.json");
-//   if (const auto* h = doc.find("hidden_size")) h->as_int64();
+//   if (const auto* h = izwi::io::json_find(doc, "hidden_size")) izwi::io::json_integer(*h);
 //
-// Numbers keep both their double value and, when the literal is an integer
-// (no fraction, no exponent) that fits in int64, the exact integer, so token
-// ids and sizes survive without a round trip through double.
+// Linking: Boost.JSON has a compiled part. The izwi::izwi CMake target links
+// Boost::json (Debian: libboost-json1.81-dev). A program built without CMake
+// links -lboost_json, or instead compiles <boost/json/src.hpp> in exactly one
+// of its translation units (Boost.JSON's header-only mode).
 
 #include <izwi/core/error.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/storage_ptr.hpp>
+#include <boost/json/string.hpp>
+#include <boost/json/value.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,25 +37,32 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
 
 namespace izwi::io {
+
+using JsonValue = boost::json::value;
+using JsonObject = boost::json::object;
+using JsonArray = boost::json::array;
 
 /// A JSON document was refused. `what()` reads
 /// "<file>: invalid JSON at line L, column C: <problem>".
 class json_error : public izwi::error {
  public:
-  json_error(std::string file, std::size_t line, std::size_t column, const std::string& problem);
+  json_error(std::string file, std::size_t line, std::size_t column, const std::string& problem,
+             std::size_t offset = 0);
   const std::string& file() const noexcept { return file_; }
   std::size_t line() const noexcept { return line_; }      ///< 1-based
   std::size_t column() const noexcept { return column_; }  ///< 1-based, in bytes
+  std::size_t offset() const noexcept { return offset_; }  ///< 0-based, in bytes from the document's start
+  /// What is wrong, without the file and position.
+  const std::string& problem() const noexcept { return problem_; }
 
  private:
   std::string file_;
   std::size_t line_;
   std::size_t column_;
+  std::size_t offset_;
+  std::string problem_;
 };
 
 /// Deepest nesting of arrays and objects accepted.
@@ -56,104 +70,39 @@ inline constexpr std::size_t json_max_depth = 256;
 /// Largest file read_json_file() accepts (tokenizer.json files are ~10 MB).
 inline constexpr std::uintmax_t json_max_file_bytes = 512u << 20;
 
-enum class JsonKind : std::uint8_t { null, boolean, number, string, array, object };
-
-/// "null", "boolean", "number", "string", "array", "object".
-std::string_view to_string(JsonKind kind) noexcept;
-
-class JsonValue;
-namespace detail {
-class JsonParser;
-}
-
-/// A JSON number: its double value and, for integer literals that fit, the
-/// exact int64.
-struct JsonNumber {
-  double value = 0;
-  std::optional<std::int64_t> integer;
-};
-
-/// An object: members in document order, keys unique, lookup by key through
-/// a hash index built once, when parsing finishes (tokenizer.json's vocabulary
-/// object has ~150k keys); small objects are scanned.
-class JsonObject {
- public:
-  using Member = std::pair<std::string, JsonValue>;
-
-  // (Bodies out of line: JsonValue is incomplete here.)
-  const JsonValue* find(std::string_view key) const noexcept;
-  bool contains(std::string_view key) const noexcept;
-  std::size_t size() const noexcept;
-  bool empty() const noexcept;
-  std::vector<Member>::const_iterator begin() const noexcept;
-  std::vector<Member>::const_iterator end() const noexcept;
-
-  /// Adds a member (for code that builds documents). Returns false, adding
-  /// nothing, if the key is already present.
-  bool insert(std::string key, JsonValue value);
-
- private:
-  friend class detail::JsonParser;
-  // Builds the hash index; returns the first repeated key, if any.
-  const std::string* build_index();
-
-  std::vector<Member> members_;
-  /// Open-addressing table of member positions + 1 (0 = empty slot), a power
-  /// of two at least twice the member count; empty for small objects.
-  std::vector<std::uint32_t> slots_;
-};
-
-using JsonArray = std::vector<JsonValue>;
-
-/// One JSON value. Accessors `as_*` throw izwi::error "is a <kind>, not a
-/// <kind>" when the kind differs; the config layer (config.hpp) turns that
-/// into an error naming the file and key.
-class JsonValue {
- public:
-  JsonValue() noexcept = default;  ///< null
-  JsonValue(std::nullptr_t) noexcept {}
-  JsonValue(bool b) noexcept : data_(b) {}
-  JsonValue(JsonNumber n) noexcept : data_(n) {}
-  JsonValue(std::string s) noexcept : data_(std::move(s)) {}
-  JsonValue(JsonArray a) noexcept : data_(std::move(a)) {}
-  JsonValue(JsonObject o) noexcept : data_(std::move(o)) {}
-
-  JsonKind kind() const noexcept { return static_cast<JsonKind>(data_.index()); }
-  bool is_null() const noexcept { return kind() == JsonKind::null; }
-  bool is_bool() const noexcept { return kind() == JsonKind::boolean; }
-  bool is_number() const noexcept { return kind() == JsonKind::number; }
-  /// A number written as an integer literal that fits in int64.
-  bool is_integer() const noexcept;
-  bool is_string() const noexcept { return kind() == JsonKind::string; }
-  bool is_array() const noexcept { return kind() == JsonKind::array; }
-  bool is_object() const noexcept { return kind() == JsonKind::object; }
-
-  bool as_bool() const;
-  const JsonNumber& as_number() const;
-  double as_double() const;
-  /// Throws unless is_integer().
-  std::int64_t as_int64() const;
-  const std::string& as_string() const;
-  const JsonArray& as_array() const;
-  const JsonObject& as_object() const;
-
-  /// Member `key` of an object; nullptr if absent or if this is no object.
-  const JsonValue* find(std::string_view key) const noexcept;
-
- private:
-  std::variant<std::monostate, bool, JsonNumber, std::string, JsonArray, JsonObject> data_;
-};
-
-/// Parses a whole document; `display_name` stands for it in errors.
-JsonValue parse_json(std::string_view text, std::string_view display_name = "<memory>");
+/// Parses a whole document; `display_name` stands for it in errors. The tree
+/// allocates from `storage` (a boost::json::monotonic_resource makes a large
+/// document, such as tokenizer.json, quick to build and to free).
+JsonValue parse_json(std::string_view text, std::string_view display_name = "<memory>",
+                     boost::json::storage_ptr storage = {});
 
 /// Reads and parses a file (izwi::error if it cannot be read or exceeds
 /// json_max_file_bytes; json_error if it is not valid JSON).
-JsonValue read_json_file(const std::filesystem::path& path);
+JsonValue read_json_file(const std::filesystem::path& path, boost::json::storage_ptr storage = {});
 
 /// `text` as a JSON string literal, quotes included (for writers).
 std::string json_quote(std::string_view text);
 
+// --- reading a tree --------------------------------------------------------
+
+/// Member `key` of an object; nullptr if absent or if `value` is no object.
+const JsonValue* json_find(const JsonValue& value, std::string_view key) noexcept;
+
+/// The exact value of a number written as an integer that fits in int64;
+/// nullopt for fractions, exponents, larger integers and non-numbers.
+std::optional<std::int64_t> json_integer(const JsonValue& value) noexcept;
+
+/// A number's value as a double; nullopt for non-numbers.
+std::optional<double> json_number(const JsonValue& value) noexcept;
+
+/// A string's contents; nullopt for non-strings.
+std::optional<std::string_view> json_string(const JsonValue& value) noexcept;
+
+/// "null", "a boolean", "a number", "a string", "an array", "an object":
+/// for messages such as "is an array, not a string".
+std::string json_kind_phrase(const JsonValue& value);
+
 }  // namespace izwi::io
 
 #include <izwi/io/impl/json.hpp>
+#include <izwi/io/detail/json_reader.hpp>

@@ -18,7 +18,8 @@
 // the model keeps the mapped file and points into it, so loading copies only
 // the small norm vectors.
 //
-// The model is written against a backend's operations (see Qwen3Ops below):
+// The model is written against a backend's operations (the BackendOps concept,
+// include/izwi/concepts/backend_ops.hpp):
 // the CPU executor passes its kernels, a GPU executor would pass its own.
 
 #include <cstddef>
@@ -31,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "izwi/concepts/backend_ops.hpp"
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/config.hpp"
 #include "izwi/concepts/model_family.hpp"
 #include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
@@ -111,8 +114,8 @@ class Qwen3 {
 
   /// Computes one step: writes K/V of every token of `batch` into `kv` and
   /// the logits of batch.logit_rows into `logits` ([rows][vocab]).
-  /// `ops` supplies the kernels and scratch memory (see Qwen3Ops).
-  template <class Ops, KVCachePolicy K>
+  /// `ops` supplies the kernels and scratch memory (BackendOps).
+  template <BackendOps Ops, KVCachePolicy K>
   void forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
                K& kv, float* logits) const;
 
@@ -137,3 +140,6 @@ static_assert(ModelFamily<Qwen3>, "Qwen3 must satisfy the ModelFamily concept");
 }  // namespace izwi
 
 #include "izwi/models/impl/qwen3.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_load.ipp"
+#endif

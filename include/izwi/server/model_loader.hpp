@@ -3,7 +3,11 @@
 // the engine that serves it on the CPU.
 //
 //   Hugging Face directory (config.json "model_type": "qwen3") or a qwen3
-//   .gguf file  →  Engine<FcfsScheduler, PagedKVCache<>, CpuExecutor<Qwen3>>
+//   .gguf file  →  Engine<Scheduler, KVCache, CpuExecutor<Qwen3>>
+//
+// with the scheduler (FcfsScheduler or PriorityScheduler) and the KV cache
+// (PagedKVCache<> or UnifiedKVCache<>) the settings name: four compile-time
+// configurations behind the one AnyEngine boundary.
 //
 // Anything else is refused with an error naming the path and what was found.
 // Host programs with other engine configurations write their own Loader
@@ -14,15 +18,31 @@
 #include <memory>
 #include <string>
 
+#include "izwi/config.hpp"
 #include "izwi/server/any_engine.hpp"
 #include "izwi/server/model_registry.hpp"
 
 namespace izwi::server {
 
+/// Which scheduler serves the model (izwi-server --scheduling-policy).
+enum class SchedulingPolicy {
+  fcfs,      ///< FcfsScheduler: arrival order
+  priority,  ///< PriorityScheduler: the request's `priority` (lower first), aged so nothing starves
+};
+/// Which KV cache holds the model's K/V (izwi-server --kv-cache).
+enum class KVCacheKind {
+  paged,    ///< PagedKVCache<>: a fixed pool of kv_cache_bytes
+  unified,  ///< UnifiedKVCache<>: a share of physical memory, watching memory pressure
+};
+
 struct CpuLoaderSettings {
+  SchedulingPolicy scheduling = SchedulingPolicy::fcfs;
+  KVCacheKind kv_cache = KVCacheKind::paged;
+  /// KV-cache share of physical memory with KVCacheKind::unified, in (0, 1].
+  double kv_cache_memory_fraction = 0.85;
   /// Executor threads; 0: one per core.
   std::size_t num_threads = 0;
-  /// KV-cache memory per model.
+  /// KV-cache memory per model (KVCacheKind::paged).
   std::size_t kv_cache_bytes = std::size_t{1} << 30;
   /// Requests waiting beyond this get 429; 0: no limit.
   std::size_t max_waiting_requests = 256;
@@ -38,7 +58,7 @@ struct CpuLoaderSettings {
 
 /// Loads one model from `path`; throws izwi::error with a message naming
 /// the path and the problem.
-std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
+IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
                                           const CpuLoaderSettings& settings);
 
 /// A ModelRegistry::Loader that calls load_cpu_model with `settings`.
@@ -50,4 +70,6 @@ inline ModelRegistry::Loader cpu_model_loader(CpuLoaderSettings settings) {
 
 }  // namespace izwi::server
 
-#include "izwi/server/impl/model_loader.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/server/impl/model_loader.ipp"
+#endif

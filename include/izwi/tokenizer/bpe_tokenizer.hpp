@@ -28,6 +28,8 @@
 #include <izwi/tokenizer/detail/token_index.hpp>
 #include <izwi/tokenizer/tokenizer_error.hpp>
 
+#include <boost/json/fwd.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -124,6 +126,13 @@ class BpeTokenizer {
   };
 
   BpeTokenizer() = default;
+  [[noreturn]] void fail(const std::string& problem) const { throw tokenizer_error(source_, problem); }
+  // Loading, in order (from_json): the vocabulary, then the added tokens, the
+  // byte symbols and the merges, which look their parts up in the first two.
+  void install_vocabulary(const boost::json::object& vocab);
+  void install_added_tokens();
+  void install_byte_tokens();
+  void install_merges(const boost::json::array& merges);
   void encode_section(std::string_view section, std::vector<TokenId>& out, std::string& normalized,
                       detail::SplitScratch& scratch, std::vector<TokenId>& symbols) const;
   void encode_piece(std::string_view piece, std::vector<TokenId>& out, std::vector<TokenId>& symbols) const;

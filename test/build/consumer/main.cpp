@@ -2,7 +2,9 @@
 // Built twice by CTest: against an installed izwi (find_package) and against
 // izwi's source tree (add_subdirectory). It must compile, link and exit 0.
 //
-// It uses core/ and concepts/ only, the parts every later area builds on.
+// It uses core/ and concepts/, the parts every later area builds on, and the
+// CPU kernels: built like this (no -m or -march flags), it must still run the
+// fastest kernel variant this CPU supports (kernels/cpu/dispatch.hpp).
 // To extend it once an area lands, add a block below (and its header above):
 //   - KV cache:  construct izwi::PagedKVCache<> from a KVCacheShape and check stats()
 //   - scheduler: add a Request to izwi::FcfsScheduler and schedule() one step
@@ -11,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +26,8 @@
 #include "izwi/core/request.hpp"
 #include "izwi/core/sampling_params.hpp"
 #include "izwi/core/step.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
+#include "izwi/kernels/cpu/elementwise.hpp"
 
 namespace {
 
@@ -46,6 +51,21 @@ struct MyCache {
   izwi::KVCacheStats stats() const;
   izwi::KVLayerView layer(std::uint32_t);
 };
+
+/// The kernel variant a program should run on this CPU, from the compiler's
+/// own reading of cpuid (not izwi's).
+std::string best_kernel_variant_here() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512cd");
+  return avx512 ? "avx512" : avx2 ? "avx2" : "sse2";
+#else
+  return "baseline";
+#endif
+}
 
 }  // namespace
 
@@ -97,6 +117,17 @@ int main() {
   static_assert(izwi::accessible_from<izwi::cpu_execution, izwi::host_space>);
   static_assert(!izwi::accessible_from<izwi::cpu_execution, izwi::device_space>);
   check(true, "concepts accept a user-written KV cache type");
+
+  // CPU kernels through izwi::izwi's link of izwi::kernels, chosen at run time.
+  const std::string arch = izwi::kernels::cpu::active_kernels().name;
+  std::printf("CPU kernels: %s (this CPU's best: %s)\n", arch.c_str(), best_kernel_variant_here().c_str());
+  check(std::getenv("IZWI_CPU_ARCH") != nullptr || arch == best_kernel_variant_here(),
+        "a program built with no flags dispatches to the best kernel variant for this CPU");
+  std::vector<float> probabilities{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f};
+  izwi::kernels::cpu::softmax(probabilities.data(), probabilities.size());
+  float total = 0.0f;
+  for (float p : probabilities) total += p;
+  check(total > 0.9999f && total < 1.0001f && probabilities[8] > probabilities[0], "softmax through the dispatched kernels");
 
   // ---- extend here as areas land (see the list at the top) ----
 

@@ -135,10 +135,10 @@ inline std::string container_label(int format) {
   throw DecodeError(DecodeProblem::corrupt, "corrupt audio stream: libsndfile: " + why);
 }
 
-/// Reads an opened stream into a buffer, enforcing the options' limits.
-inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOptions& options) {
-  DecodedAudio result;
-  DecodeInfo& info = result.info;
+/// The stream's container, encoding, rate and channels, refusing counts izwi
+/// does not accept.
+inline DecodeInfo stream_info(const SF_INFO& sf) {
+  DecodeInfo info;
   info.format = container_name(sf.format);
   info.encoding = encoding_name(sf.format);
   if (sf.channels <= 0 || static_cast<std::uint32_t>(sf.channels) > max_decode_channels)
@@ -151,22 +151,68 @@ inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOp
                            " Hz; izwi accepts 1 to " + std::to_string(max_sample_rate));
   info.sample_rate = static_cast<std::uint32_t>(sf.samplerate);
   info.channels = static_cast<std::uint32_t>(sf.channels);
+  return info;
+}
+
+/// The frame count the header declares, or 0 when libsndfile cannot know it
+/// (SF_COUNT_MAX); refuses an empty or too long stream before reading it.
+inline std::uint64_t declared_frames(const SF_INFO& sf, double rate, const DecodeOptions& options) {
+  const bool frames_known = sf.frames >= 0 && sf.frames < SF_COUNT_MAX;
+  if (!frames_known) return 0;
+  if (sf.frames == 0) throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples (0 frames)");
+  if (static_cast<double>(sf.frames) / rate > options.max_duration_seconds)
+    throw DecodeError(DecodeProblem::too_long,
+                       "audio is " + format_seconds(static_cast<double>(sf.frames) / rate) + " s long, over the " +
+                           format_seconds(options.max_duration_seconds) + " s limit");
+  return static_cast<std::uint64_t>(sf.frames);
+}
+
+/// One block of interleaved frames as output frames: checked for NaN and
+/// infinity, and averaged to one channel when `mono` asks for it (into `mixed`).
+inline std::span<const float> block_frames_out(std::span<const float> block, std::uint32_t channels, bool mono,
+                                               std::vector<float>& mixed) {
+  for (const float v : block)
+    if (!std::isfinite(v))
+      throw DecodeError(DecodeProblem::corrupt, "corrupt audio stream: the samples contain NaN or infinity");
+  if (!mono || channels == 1) return block;
+  const std::size_t frames = block.size() / channels;
+  mixed.resize(frames);
+  const float scale = 1.0f / static_cast<float>(channels);
+  for (std::size_t f = 0; f < frames; ++f) {
+    float sum = 0.0f;
+    for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
+    mixed[f] = sum * scale;
+  }
+  return mixed;
+}
+
+/// After the last block: a read error, no samples at all, or fewer frames
+/// than a header that states an exact count.
+inline void check_stream_end(SNDFILE* file, const SF_INFO& sf, std::uint64_t total, std::uint64_t expected) {
+  const int err = sf_error(file);
+  if (err != SF_ERR_NO_ERROR)
+    throw DecodeError(DecodeProblem::corrupt, "corrupt " + container_label(sf.format) +
+                                                    " stream after " + std::to_string(total) +
+                                                    " frames: libsndfile: " + sf_strerror(file));
+  if (total == 0)
+    throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples");
+  if (expected != 0 && total < expected && header_frames_are_exact(sf.format))
+    throw DecodeError(DecodeProblem::truncated,
+                       "truncated " + container_label(sf.format) + " stream: the header declares " +
+                           std::to_string(expected) + " frames, only " + std::to_string(total) +
+                           " decode");
+}
+
+/// Reads an opened stream into a buffer, enforcing the options' limits.
+inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOptions& options) {
+  DecodedAudio result;
+  DecodeInfo& info = result.info;
+  info = stream_info(sf);
   const std::uint32_t channels = info.channels;
   const double rate = info.sample_rate;
-  const std::string limit = format_seconds(options.max_duration_seconds);
-
-  // libsndfile says SF_COUNT_MAX when it cannot know the length.
-  const bool frames_known = sf.frames >= 0 && sf.frames < SF_COUNT_MAX;
-  if (frames_known && sf.frames == 0)
-    throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples (0 frames)");
-  if (frames_known && static_cast<double>(sf.frames) / rate > options.max_duration_seconds)
-    throw DecodeError(DecodeProblem::too_long,
-                       "audio is " + format_seconds(static_cast<double>(sf.frames) / rate) +
-                           " s long, over the " + limit + " s limit");
+  const std::uint64_t expected = declared_frames(sf, rate, options);
   // Frames allowed: the limit, plus one so that "more than the limit" shows.
-  const std::uint64_t max_frames =
-      static_cast<std::uint64_t>(std::floor(options.max_duration_seconds * rate));
-  const std::uint64_t expected = frames_known ? static_cast<std::uint64_t>(sf.frames) : 0;
+  const std::uint64_t max_frames = static_cast<std::uint64_t>(std::floor(options.max_duration_seconds * rate));
 
   std::vector<float>& out = result.audio.samples;
   const std::uint32_t out_channels = options.mono ? 1 : channels;
@@ -176,12 +222,11 @@ inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOp
   std::optional<StreamingResampler> resampler;
   if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
     resampler.emplace(info.sample_rate, options.target_sample_rate, out_channels);
-  if (frames_known) {
+  if (expected != 0) {
     // A header's count is only a hint: cap what it can make us allocate up
     // front (16 M samples, 64 MB); the vector grows past that as data arrives.
     const std::uint64_t out_frames =
-        resampler ? resampled_frames(static_cast<std::size_t>(expected), info.sample_rate,
-                                     options.target_sample_rate)
+        resampler ? resampled_frames(static_cast<std::size_t>(expected), info.sample_rate, options.target_sample_rate)
                   : expected;
     out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(out_frames * out_channels, 1u << 24)));
   }
@@ -195,42 +240,18 @@ inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOp
     if (got <= 0) break;
     if (total + static_cast<std::uint64_t>(got) > max_frames)
       throw DecodeError(DecodeProblem::too_long,
-                         "audio is longer than the " + limit + " s limit (stopped reading at " +
-                             format_seconds(static_cast<double>(total + got) / rate) + " s)");
+                         "audio is longer than the " + format_seconds(options.max_duration_seconds) +
+                             " s limit (stopped reading at " + format_seconds(static_cast<double>(total + got) / rate) +
+                             " s)");
     total += static_cast<std::uint64_t>(got);
-    const std::size_t n = static_cast<std::size_t>(got) * channels;
-    for (std::size_t i = 0; i < n; ++i)
-      if (!std::isfinite(block[i]))
-        throw DecodeError(DecodeProblem::corrupt,
-                           "corrupt audio stream: the samples contain NaN or infinity");
-    std::span<const float> frames(block.data(), n);
-    if (out_channels == 1 && channels > 1) {
-      mixed.resize(static_cast<std::size_t>(got));
-      const float scale = 1.0f / static_cast<float>(channels);
-      for (sf_count_t f = 0; f < got; ++f) {
-        float sum = 0.0f;
-        for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
-        mixed[static_cast<std::size_t>(f)] = sum * scale;
-      }
-      frames = mixed;
-    }
+    const std::span<const float> frames = block_frames_out(
+        std::span<const float>(block.data(), static_cast<std::size_t>(got) * channels), channels, options.mono, mixed);
     if (resampler)
       resampler->push(frames, out);
     else
       out.insert(out.end(), frames.begin(), frames.end());
   }
-  const int err = sf_error(file);
-  if (err != SF_ERR_NO_ERROR)
-    throw DecodeError(DecodeProblem::corrupt, "corrupt " + container_label(sf.format) +
-                                                    " stream after " + std::to_string(total) +
-                                                    " frames: libsndfile: " + sf_strerror(file));
-  if (total == 0)
-    throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples");
-  if (frames_known && total < expected && header_frames_are_exact(sf.format))
-    throw DecodeError(DecodeProblem::truncated,
-                       "truncated " + container_label(sf.format) + " stream: the header declares " +
-                           std::to_string(expected) + " frames, only " + std::to_string(total) +
-                           " decode");
+  check_stream_end(file, sf, total, expected);
 
   info.frames = total;
   info.duration_seconds = static_cast<double>(total) / rate;

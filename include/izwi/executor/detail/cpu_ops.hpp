@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
@@ -24,6 +25,8 @@ namespace izwi::detail {
 
 class CpuOps {
  public:
+  using policy_category = backend_ops_tag;
+  using weight_type = kernels::cpu::WeightMatrix;
   /// One sequence of the step for attention: query rows [first_row,
   /// first_row + num_tokens) at positions [num_computed, num_computed +
   /// num_tokens); keys and values come through its block table.

@@ -6,10 +6,12 @@
 namespace izwi {
 
 template <class Model>
+  requires ModelFamilyFor<Model, detail::CpuOps>
 CpuExecutor<Model>::CpuExecutor(Model model, CpuExecutorConfig config)
     : model_(std::move(model)), pool_(std::make_unique<detail::ThreadPool>(config.num_threads)), ops_(*pool_) {}
 
 template <class Model>
+  requires ModelFamilyFor<Model, detail::CpuOps>
 template <KVCachePolicy K>
 void CpuExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result) {
   // Flatten the plan: one row per scheduled token, sequences in plan order.

@@ -30,12 +30,12 @@ inline ConfigView::ConfigView(const JsonValue& value, std::string file, std::str
     : object_(nullptr), file_(std::move(file)), prefix_(std::move(key_prefix)) {
   if (!value.is_object()) {
     std::string key = prefix_.empty() ? "<root>" : prefix_.substr(0, prefix_.size() - 1);
-    throw config_error(file_, key, "is " + detail::json_kind_phrase(value.kind()) + ", not an object");
+    throw config_error(file_, key, "is " + json_kind_phrase(value) + ", not an object");
   }
   object_ = &value.as_object();
 }
 
-inline const JsonValue* ConfigView::find(std::string_view key) const noexcept { return object_->find(key); }
+inline const JsonValue* ConfigView::find(std::string_view key) const noexcept { return object_->if_contains(boost::json::string_view(key.data(), key.size())); }
 
 inline bool ConfigView::has(std::string_view key) const noexcept {
   const JsonValue* v = find(key);
@@ -49,15 +49,16 @@ inline config_error ConfigView::make_error(std::string_view key, const std::stri
 template <class T>
 T ConfigView::convert(const JsonValue& value, std::string_view key) const {
   const auto kind_problem = [&](std::string_view want) {
-    return make_error(key, "is " + detail::json_kind_phrase(value.kind()) + ", not " + std::string(want));
+    return make_error(key, "is " + json_kind_phrase(value) + ", not " + std::string(want));
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!value.is_bool()) throw kind_problem("a boolean");
     return value.as_bool();
   } else if constexpr (std::is_integral_v<T>) {
     if (!value.is_number()) throw kind_problem("an integer");
-    if (!value.is_integer()) {
-      const double d = value.as_double();
+    const std::optional<std::int64_t> integer = json_integer(value);
+    if (!integer) {
+      const double d = *json_number(value);
       // 1e6 or 1000000.0 in a config mean an integer; a fraction does not.
       if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
         const auto whole = static_cast<std::int64_t>(d);
@@ -67,13 +68,13 @@ T ConfigView::convert(const JsonValue& value, std::string_view key) const {
       }
       throw make_error(key, "is the number " + std::to_string(d) + ", not an integer");
     }
-    const std::int64_t v = value.as_int64();
+    const std::int64_t v = *integer;
     if (std::cmp_less(v, std::numeric_limits<T>::min()) || std::cmp_greater(v, std::numeric_limits<T>::max()))
       throw make_error(key, "value " + std::to_string(v) + " is out of range for " + detail::integer_type_name<T>());
     return static_cast<T>(v);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!value.is_number()) throw kind_problem("a number");
-    const double d = value.as_double();
+    const double d = *json_number(value);
     if constexpr (std::is_same_v<T, float>) {
       if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()))
         throw make_error(key, "value " + std::to_string(d) + " is out of range for a float");
@@ -81,7 +82,7 @@ T ConfigView::convert(const JsonValue& value, std::string_view key) const {
     return static_cast<T>(d);
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!value.is_string()) throw kind_problem("a string");
-    return value.as_string();
+    return std::string(*json_string(value));
   } else if constexpr (detail::is_std_vector<T>::value) {
     if (!value.is_array()) throw kind_problem("an array");
     T out;
@@ -122,7 +123,7 @@ inline std::vector<std::int64_t> ConfigView::integer_or_list(std::string_view ke
   if (v == nullptr || v->is_null()) return {};
   if (v->is_array()) return convert<std::vector<std::int64_t>>(*v, key);
   if (v->is_number()) return {convert<std::int64_t>(*v, key)};
-  throw make_error(key, "is " + detail::json_kind_phrase(v->kind()) + ", not an integer or a list of integers");
+  throw make_error(key, "is " + json_kind_phrase(*v) + ", not an integer or a list of integers");
 }
 
 inline ConfigView ConfigView::object(std::string_view key) const {

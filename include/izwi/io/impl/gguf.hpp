@@ -498,17 +498,22 @@ inline void GgufWriter::add_tensor_bytes(std::string name, GgmlType type, std::s
   tensors_.push_back({std::move(name), type, std::move(dims), std::move(data)});
 }
 
+namespace detail {
+
+/// Little-endian GGUF primitives over a byte sink (the writer's output).
 template <class Sink>
-void GgufWriter::emit(Sink& sink) const {
-  const auto put = [&](const void* p, std::size_t n) { sink(static_cast<const std::byte*>(p), n); };
-  const auto put_u32 = [&](std::uint32_t v) { put(&v, 4); };
-  const auto put_u64 = [&](std::uint64_t v) { put(&v, 8); };
-  const auto put_string = [&](const std::string& s) {
+struct GgufEmitter {
+  Sink& sink;
+
+  void put(const void* p, std::size_t n) { sink(static_cast<const std::byte*>(p), n); }
+  void put_u32(std::uint32_t v) { put(&v, 4); }
+  void put_u64(std::uint64_t v) { put(&v, 8); }
+  void put_string(const std::string& s) {
     put_u64(s.size());
     put(s.data(), s.size());
-  };
-  const auto put_scalar = [&](GgufValueType type, const auto& v) {
-    using V = std::decay_t<decltype(v)>;
+  }
+  template <class V>
+  void put_scalar(GgufValueType type, const V& v) {
     switch (type) {
       case GgufValueType::uint8: { const auto x = static_cast<std::uint8_t>(v); put(&x, 1); break; }
       case GgufValueType::int8: { const auto x = static_cast<std::int8_t>(v); put(&x, 1); break; }
@@ -521,75 +526,84 @@ void GgufWriter::emit(Sink& sink) const {
       case GgufValueType::float32: { const auto x = static_cast<float>(v); put(&x, 4); break; }
       case GgufValueType::float64: { const auto x = static_cast<double>(v); put(&x, 8); break; }
       case GgufValueType::boolean: { const auto x = static_cast<std::uint8_t>(static_cast<bool>(v) ? 1 : 0); put(&x, 1); break; }
-      default: static_cast<void>(sizeof(V)); break;
-    }
-  };
-
-  put("GGUF", 4);
-  put_u32(3);
-  put_u64(tensors_.size());
-  put_u64(metadata_.size() + (alignment_ != 32 ? 1 : 0));
-  if (alignment_ != 32) {
-    put_string("general.alignment");
-    put_u32(static_cast<std::uint32_t>(GgufValueType::uint32));
-    put_u32(alignment_);
-  }
-  for (const auto& [key, value] : metadata_) {
-    put_string(key);
-    put_u32(static_cast<std::uint32_t>(value.type()));
-    if (value.is_array()) {
-      put_u32(static_cast<std::uint32_t>(value.element_type()));
-      put_u64(value.size());
-    }
-    const GgufValueType element = value.element_type();
-    if (element == GgufValueType::string) {
-      if (value.is_array())
-        for (const auto& s : value.as_strings()) put_string(s);
-      else
-        put_string(value.as_string());
-    } else if (element == GgufValueType::boolean) {
-      if (value.is_array())
-        for (bool b : value.as_bools()) put_scalar(element, b);
-      else
-        put_scalar(element, value.as_bool());
-    } else if (detail::gguf_is_float(element)) {
-      if (value.is_array())
-        for (double d : value.as_doubles()) put_scalar(element, d);
-      else
-        put_scalar(element, value.as_double());
-    } else if (detail::gguf_is_unsigned(element)) {
-      if (value.is_array())
-        for (std::uint64_t x : value.as_uint64s()) put_scalar(element, x);
-      else
-        put_scalar(element, value.as_uint64());
-    } else {
-      if (value.is_array())
-        for (std::int64_t x : value.as_int64s()) put_scalar(element, x);
-      else
-        put_scalar(element, value.as_int64());
+      default: break;
     }
   }
-  std::uint64_t written = 0;  // bytes of the header so far are tracked by the sink; offsets by `written`
-  for (const auto& t : tensors_) {
-    put_string(t.name);
-    put_u32(static_cast<std::uint32_t>(t.dims.size()));
-    for (auto d : t.dims) put_u64(d);
-    put_u32(static_cast<std::uint32_t>(t.type));
-    put_u64(written);
-    written += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+  /// A scalar, or every element of an array, of one metadata value.
+  template <class T, class Scalar, class Array>
+  void put_values(const GgufValue& value, GgufValueType element, Scalar scalar, Array array) {
+    if (value.is_array())
+      for (T x : (value.*array)()) put_scalar(element, x);
+    else
+      put_scalar(element, (value.*scalar)());
   }
-  static constexpr std::byte zeros[256] = {};
-  const auto pad = [&](std::uint64_t n) {
+  /// `n` zero bytes.
+  void pad(std::uint64_t n) {
+    static constexpr std::byte zeros[256] = {};
     while (n > 0) {
       const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, sizeof zeros));
       put(zeros, chunk);
       n -= chunk;
     }
-  };
-  pad((alignment_ - sink.position() % alignment_) % alignment_);
+  }
+  /// Zero bytes up to the next multiple of `alignment` of `size`.
+  void pad_after(std::uint64_t size, std::uint64_t alignment) { pad((alignment - size % alignment) % alignment); }
+};
+
+/// One metadata entry: key, type, and (for arrays) element type and count, then the values.
+template <class Sink>
+void gguf_emit_metadata(GgufEmitter<Sink>& out, const std::string& key, const GgufValue& value) {
+  out.put_string(key);
+  out.put_u32(static_cast<std::uint32_t>(value.type()));
+  if (value.is_array()) {
+    out.put_u32(static_cast<std::uint32_t>(value.element_type()));
+    out.put_u64(value.size());
+  }
+  const GgufValueType element = value.element_type();
+  if (element == GgufValueType::string) {
+    if (value.is_array())
+      for (const auto& s : value.as_strings()) out.put_string(s);
+    else
+      out.put_string(value.as_string());
+  } else if (element == GgufValueType::boolean) {
+    out.template put_values<bool>(value, element, &GgufValue::as_bool, &GgufValue::as_bools);
+  } else if (gguf_is_float(element)) {
+    out.template put_values<double>(value, element, &GgufValue::as_double, &GgufValue::as_doubles);
+  } else if (gguf_is_unsigned(element)) {
+    out.template put_values<std::uint64_t>(value, element, &GgufValue::as_uint64, &GgufValue::as_uint64s);
+  } else {
+    out.template put_values<std::int64_t>(value, element, &GgufValue::as_int64, &GgufValue::as_int64s);
+  }
+}
+
+}  // namespace detail
+
+template <class Sink>
+void GgufWriter::emit(Sink& sink) const {
+  detail::GgufEmitter<Sink> out{sink};
+  out.put("GGUF", 4);
+  out.put_u32(3);
+  out.put_u64(tensors_.size());
+  out.put_u64(metadata_.size() + (alignment_ != 32 ? 1 : 0));
+  if (alignment_ != 32) {
+    out.put_string("general.alignment");
+    out.put_u32(static_cast<std::uint32_t>(GgufValueType::uint32));
+    out.put_u32(alignment_);
+  }
+  for (const auto& [key, value] : metadata_) detail::gguf_emit_metadata(out, key, value);
+  std::uint64_t offset = 0;  // of each tensor's data, from the start of the (aligned) data section
   for (const auto& t : tensors_) {
-    put(t.data.data(), t.data.size());
-    pad((alignment_ - t.data.size() % alignment_) % alignment_);
+    out.put_string(t.name);
+    out.put_u32(static_cast<std::uint32_t>(t.dims.size()));
+    for (auto d : t.dims) out.put_u64(d);
+    out.put_u32(static_cast<std::uint32_t>(t.type));
+    out.put_u64(offset);
+    offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+  }
+  out.pad_after(sink.position(), alignment_);
+  for (const auto& t : tensors_) {
+    out.put(t.data.data(), t.data.size());
+    out.pad_after(t.data.size(), alignment_);
   }
 }
 

@@ -57,10 +57,12 @@ inline ModelDirectory ModelDirectory::open(const std::filesystem::path& director
     const ConfigView weight_map = index.object("weight_map");
     std::map<std::string, std::size_t, std::less<>> shard_position;
     std::vector<std::string> shard_names;
-    for (const auto& [tensor, shard_value] : index_doc.find("weight_map")->as_object()) {
+    for (const auto& member : json_find(index_doc, "weight_map")->get_object()) {
+      const std::string tensor(member.key());
+      const JsonValue& shard_value = member.value();
       if (!shard_value.is_string())
-        throw weight_map.make_error(tensor, "is " + detail::json_kind_phrase(shard_value.kind()) + ", not a shard file name");
-      const std::string& shard = shard_value.as_string();
+        throw weight_map.make_error(tensor, "is " + json_kind_phrase(shard_value) + ", not a shard file name");
+      const std::string shard(*json_string(shard_value));
       if (!detail::is_plain_file_name(shard))
         throw weight_map.make_error(tensor, "shard '" + shard + "' is not a plain file name inside the model directory");
       auto [it, inserted] = shard_position.emplace(shard, shard_names.size());

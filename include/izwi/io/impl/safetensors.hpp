@@ -65,7 +65,7 @@ inline SafetensorsFile::SafetensorsFile(std::unique_ptr<detail::SafetensorsStora
   if (header_length == 0) throw format_error(name_, "", "empty header");
 
   const std::string_view header_text(reinterpret_cast<const char*>(all.data() + 8), header_length);
-  detail::ParsedHeader header = detail::SafetensorsHeaderParser(header_text, name_).parse();
+  detail::ParsedHeader header = detail::read_safetensors_header(header_text, name_);
   data_ = all.subspan(8 + header_length);
   metadata_ = std::move(header.metadata);
 
@@ -184,26 +184,6 @@ inline std::vector<float> SafetensorsFile::to_f32(std::string_view name, std::sp
   return to_f32(name);
 }
 
-namespace detail {
-
-inline std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else out += ch;
-  }
-  return out + "\"";
-}
-
-}  // namespace detail
-
 inline std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrite> tensors,
                                                     const std::map<std::string, std::string, std::less<>>& metadata) {
   std::string header = "{";
@@ -213,7 +193,7 @@ inline std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrit
     for (const auto& [key, value] : metadata) {
       if (!first) header += ',';
       first = false;
-      header += detail::json_quote(key) + ":" + detail::json_quote(value);
+      header += json_quote(key) + ":" + json_quote(value);
     }
     header += "}";
   }
@@ -231,7 +211,7 @@ inline std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrit
                         " bytes, its shape needs " + std::to_string(bytes));
     const char* dtype = t.dtype == DType::f32 ? "F32" : t.dtype == DType::f16 ? "F16" : "BF16";
     if (header.size() > 1) header += ',';
-    header += detail::json_quote(t.name) + ":{\"dtype\":\"" + dtype + "\",\"shape\":" + detail::shape_text(t.shape) +
+    header += json_quote(t.name) + ":{\"dtype\":\"" + dtype + "\",\"shape\":" + detail::shape_text(t.shape) +
               ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
     offset += bytes;
   }

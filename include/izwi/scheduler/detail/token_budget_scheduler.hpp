@@ -124,6 +124,12 @@ class TokenBudgetScheduler {
   bool can_never_fit(const SequenceState& s) const noexcept;
   void fail_waiting_head(SequenceState& s);
   template <class KV>
+  void schedule_running(KV& kv, std::size_t chunk_cap);
+  template <class KV>
+  void admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap);
+  template <class KV>
+  bool allocate_or_preempt(std::size_t& running_index, std::size_t num_new, KV& kv, bool& stop_running);
+  template <class KV>
   void build_plan(KV& kv);
   void drop_decision(const SequenceState& s) noexcept;
 

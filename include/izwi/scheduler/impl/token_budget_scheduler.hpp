@@ -81,12 +81,21 @@ const StepPlan& TokenBudgetScheduler<Q, V>::schedule(KV& kv) {
   const std::size_t max_running = std::min(config_.max_num_seqs, advice.max_num_seqs);
   while (running_.size() > max_running) preempt(victim_rule_(running_), kv);
 
-  const bool chunked = config_.enable_chunked_prefill;
-  const std::size_t chunk_cap = chunked && config_.long_prefill_token_threshold > 0
+  const std::size_t chunk_cap = config_.enable_chunked_prefill && config_.long_prefill_token_threshold > 0
                                     ? config_.long_prefill_token_threshold
                                     : static_cast<std::size_t>(-1);
+  schedule_running(kv, chunk_cap);
+  // Then waiting requests, unless this step preempted or the cache says no.
+  if (!preempted_this_step_ && advice.admit_new_requests) admit_waiting(kv, max_running, chunk_cap);
+  build_plan(kv);
+  return plan_;
+}
 
-  // Running requests first, in admission order.
+/// Running requests first, in admission order: each gets the tokens it lacks,
+/// within the budget and the long-prefill cap, preempting victims for blocks.
+template <class Q, class V>
+template <class KV>
+void TokenBudgetScheduler<Q, V>::schedule_running(KV& kv, std::size_t chunk_cap) {
   std::size_t i = 0;
   while (i < running_.size() && budget_ > 0) {
     SequenceState& s = *running_[i];
@@ -96,66 +105,78 @@ const StepPlan& TokenBudgetScheduler<Q, V>::schedule(KV& kv) {
       continue;
     }
     const std::size_t num_new = std::min({lacking, budget_, chunk_cap});
-    bool scheduled = true;
     bool stop_running = false;
-    while (!kv.allocate_slots(s.view(), s.num_computed_tokens, num_new, PrefixHit{})) {
-      if (can_never_fit(s)) {
-        fail(i, kv);
-        scheduled = false;
-        break;
-      }
-      const std::size_t victim = victim_rule_(running_);
-      if (running_[victim] == &s) {
-        preempt(victim, kv);
-        scheduled = false;
-        stop_running = true;
-        break;
-      }
-      preempt(victim, kv);  // gives back the victim's tokens if it was scheduled
-      if (victim < i) --i;
+    if (!allocate_or_preempt(i, num_new, kv, stop_running)) {
+      if (stop_running) break;
+      continue;  // running_[i] is now the next request
     }
-    if (stop_running) break;
-    if (!scheduled) continue;  // running_[i] is now the next request
     decisions_.push_back({&s, num_new});
     budget_ -= num_new;
     ++i;
   }
+}
 
-  // Then waiting requests, unless this step preempted or the cache says no.
-  if (!preempted_this_step_ && advice.admit_new_requests) {
-    while (budget_ > 0 && running_.size() < max_running) {
-      SequenceState* head = waiting_.front();
-      if (head == nullptr) break;
-      SequenceState& s = *head;
-      if (can_never_fit(s)) {
-        fail_waiting_head(s);
-        continue;
-      }
-      const PrefixHit hit = s.num_computed_tokens == 0 ? kv.find_cached_prefix(s.view()) : PrefixHit{};
-      const std::size_t computed = std::max(hit.num_tokens, s.num_computed_tokens);
-      std::size_t num_new = s.tokens.size() - computed;
-      if (chunked) {
-        num_new = std::min({num_new, budget_, chunk_cap});
-      } else if (num_new > config_.max_num_batched_tokens) {
-        fail_waiting_head(s);  // would never fit one step's budget
-        continue;
-      } else if (num_new > budget_) {
-        break;
-      }
-      if (!kv.allocate_slots(s.view(), computed, num_new, hit)) break;  // head-of-line: no skipping
-      waiting_.pop_front();
-      --num_waiting_;
-      s.num_computed_tokens = computed;
-      s.status = RequestStatus::running;
-      s.admission_order = ++next_admission_;
-      running_.push_back(&s);
-      decisions_.push_back({&s, num_new});
-      budget_ -= num_new;
+/// Blocks for running_[i]'s next num_new tokens, preempting victims until they
+/// fit. False when running_[i] did not get them: it could never fit (failed),
+/// or it was the victim itself (preempted; stop_running is set, since every
+/// request after it was admitted later still).
+template <class Q, class V>
+template <class KV>
+bool TokenBudgetScheduler<Q, V>::allocate_or_preempt(std::size_t& i, std::size_t num_new, KV& kv,
+                                                     bool& stop_running) {
+  SequenceState& s = *running_[i];
+  while (!kv.allocate_slots(s.view(), s.num_computed_tokens, num_new, PrefixHit{})) {
+    if (can_never_fit(s)) {
+      fail(i, kv);
+      return false;
     }
+    const std::size_t victim = victim_rule_(running_);
+    if (running_[victim] == &s) {
+      preempt(victim, kv);
+      stop_running = true;
+      return false;
+    }
+    preempt(victim, kv);  // gives back the victim's tokens if it was scheduled
+    if (victim < i) --i;
   }
+  return true;
+}
 
-  build_plan(kv);
-  return plan_;
+/// Waiting requests in queue order while budget and seats last; a prefix-cache
+/// hit counts as computed. Head-of-line: a head that does not fit stops admission.
+template <class Q, class V>
+template <class KV>
+void TokenBudgetScheduler<Q, V>::admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap) {
+  const bool chunked = config_.enable_chunked_prefill;
+  while (budget_ > 0 && running_.size() < max_running) {
+    SequenceState* head = waiting_.front();
+    if (head == nullptr) break;
+    SequenceState& s = *head;
+    if (can_never_fit(s)) {
+      fail_waiting_head(s);
+      continue;
+    }
+    const PrefixHit hit = s.num_computed_tokens == 0 ? kv.find_cached_prefix(s.view()) : PrefixHit{};
+    const std::size_t computed = std::max(hit.num_tokens, s.num_computed_tokens);
+    std::size_t num_new = s.tokens.size() - computed;
+    if (chunked) {
+      num_new = std::min({num_new, budget_, chunk_cap});
+    } else if (num_new > config_.max_num_batched_tokens) {
+      fail_waiting_head(s);  // would never fit one step's budget
+      continue;
+    } else if (num_new > budget_) {
+      break;
+    }
+    if (!kv.allocate_slots(s.view(), computed, num_new, hit)) break;  // head-of-line: no skipping
+    waiting_.pop_front();
+    --num_waiting_;
+    s.num_computed_tokens = computed;
+    s.status = RequestStatus::running;
+    s.admission_order = ++next_admission_;
+    running_.push_back(&s);
+    decisions_.push_back({&s, num_new});
+    budget_ -= num_new;
+  }
 }
 
 template <class Q, class V>

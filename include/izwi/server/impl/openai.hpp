@@ -10,7 +10,7 @@
 #include <boost/json/parse_options.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "izwi/tokenizer/detail/utf8.hpp"
+#include "izwi/core/detail/utf8.hpp"
 #include "izwi/server/detail/json_fields.hpp"
 
 namespace izwi::server::openai {
@@ -412,7 +412,7 @@ inline std::string sanitize_utf8(std::string_view text) {
   // text the engine repaired. Engine text is already valid: this is a no-op on it.
   std::string out;
   out.reserve(text.size());
-  izwi::tokenizer::detail::append_utf8_lossy(out, text);
+  izwi::detail::append_utf8_lossy(out, text);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "izwi/core/error.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/server/http/access_log.hpp"
 #include "izwi/server/openai.hpp"
 #include "izwi/server/sse.hpp"
@@ -833,6 +834,10 @@ inline void Server::metrics(HandlerContext& ctx) {
   std::string text = registry_.metrics_text();
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += metrics_.prometheus_text();
+  // The CPU kernel variant chosen at start-up (kernels/cpu/dispatch.hpp): a
+  // slow server is often one running "sse2" where "avx512" was expected.
+  text += "# HELP izwi:cpu_info CPU kernel variant in use (scalar, sse2, avx2, avx512).\n# TYPE izwi:cpu_info gauge\n";
+  text += std::string("izwi:cpu_info{arch=\"") + kernels::cpu::active_kernels().name + "\"} 1\n";
   ctx.session->respond(detail::text_response(200, std::move(text), "text/plain; version=0.0.4; charset=utf-8",
                                              ctx.request.version()));
 }

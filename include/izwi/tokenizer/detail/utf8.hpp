@@ -1,132 +1,15 @@
 #pragma once
-// UTF-8 decoding and encoding for the tokenizer. Input text is validated once
-// (utf8_first_invalid) at the API edge, so the hot loops can decode without
-// re-checking. Lossy decoding follows the WHATWG "maximal subpart" rule
-// (one U+FFFD per maximal invalid subsequence), the rule TextDecoder, ICU and
-// Python's errors="replace" share, so a decoded string matches theirs.
+// The tokenizer's names of izwi's one UTF-8 module (core/detail/utf8.hpp),
+// kept for the code that includes this path (the detokenizer).
 
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
+#include <izwi/core/detail/utf8.hpp>
 
 namespace izwi::tokenizer::detail {
-
-inline constexpr char32_t replacement_character = 0xFFFD;
-
-/// Decodes the code point at text[pos] of already-validated UTF-8 and advances pos.
-inline char32_t decode_utf8_unchecked(std::string_view text, std::size_t& pos) noexcept {
-  const auto b0 = static_cast<unsigned char>(text[pos]);
-  if (b0 < 0x80) {
-    ++pos;
-    return b0;
-  }
-  auto cont = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[pos + i]) & 0x3F); };
-  char32_t cp;
-  if (b0 < 0xE0) {
-    cp = (static_cast<char32_t>(b0 & 0x1F) << 6) | cont(1);
-    pos += 2;
-  } else if (b0 < 0xF0) {
-    cp = (static_cast<char32_t>(b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2);
-    pos += 3;
-  } else {
-    cp = (static_cast<char32_t>(b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
-    pos += 4;
-  }
-  return cp;
-}
-
-/// Appends the UTF-8 encoding of cp (a Unicode scalar value).
-inline void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-/// Outcome of looking at the bytes that start at some position.
-struct Utf8Step {
-  enum Kind : std::uint8_t {
-    complete,    ///< a well-formed sequence of `length` bytes
-    invalid,     ///< `length` bytes (>= 1) form a maximal invalid subpart: one U+FFFD
-    incomplete,  ///< the bytes left are a valid prefix of a sequence that has not ended yet
-  } kind;
-  std::size_t length;
-};
-
-/// Classifies the sequence at bytes[pos] (pos < bytes.size()) following
-/// Unicode Table 3-7 (well-formed byte sequences): no overlongs, no surrogates,
-/// nothing above U+10FFFF.
-inline Utf8Step utf8_step(std::string_view bytes, std::size_t pos) noexcept {
-  const auto b0 = static_cast<unsigned char>(bytes[pos]);
-  if (b0 < 0x80) return {Utf8Step::complete, 1};
-  std::size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return {Utf8Step::invalid, 1};
-  }
-  for (std::size_t i = 1; i < need; ++i) {
-    if (pos + i >= bytes.size()) return {Utf8Step::incomplete, i};
-    const auto b = static_cast<unsigned char>(bytes[pos + i]);
-    const unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-    if (b < l || b > h) return {Utf8Step::invalid, i};
-  }
-  return {Utf8Step::complete, need};
-}
-
-/// Offset of the first byte that is not part of well-formed UTF-8, or npos.
-inline std::size_t utf8_first_invalid(std::string_view text) noexcept {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    // ASCII runs are the common case: skip them eight bytes at a time.
-    while (pos + 8 <= text.size()) {
-      std::uint64_t word;
-      __builtin_memcpy(&word, text.data() + pos, 8);
-      if (word & 0x8080808080808080ull) break;
-      pos += 8;
-    }
-    if (pos >= text.size()) break;
-    const Utf8Step step = utf8_step(text, pos);
-    if (step.kind != Utf8Step::complete) return pos;
-    pos += step.length;
-  }
-  return std::string_view::npos;
-}
-
-/// Appends bytes to out, replacing each maximal invalid subpart (and a
-/// truncated sequence at the end) with U+FFFD.
-inline void append_utf8_lossy(std::string& out, std::string_view bytes) {
-  std::size_t pos = 0;
-  while (pos < bytes.size()) {
-    const Utf8Step step = utf8_step(bytes, pos);
-    if (step.kind == Utf8Step::complete) {
-      out.append(bytes.data() + pos, step.length);
-    } else {
-      append_utf8(out, replacement_character);
-    }
-    pos += step.length;
-  }
-}
-
+using izwi::detail::append_utf8;
+using izwi::detail::append_utf8_lossy;
+using izwi::detail::decode_utf8_unchecked;
+using izwi::detail::replacement_character;
+using izwi::detail::Utf8Step;
+using izwi::detail::utf8_first_invalid;
+using izwi::detail::utf8_step;
 }  // namespace izwi::tokenizer::detail

@@ -3,13 +3,20 @@
 //
 // `Simd<Arch>` names a vector of floats and the handful of operations the
 // kernels need (load, store, fma, horizontal sums, exp, and widening loads of
-// f16 / bf16 / int8 into floats). Arch is an xsimd architecture tag, chosen at
-// compile time from what the translation unit is compiled for
-// (xsimd::default_arch: AVX-512 under -march=native on a Sapphire Rapids, AVX2
-// + FMA on older x86, SSE2 for a plain x86-64 build), or `ScalarArch`, where a
-// "vector" is one float: the portable path, also selected for every kernel by
-// defining IZWI_KERNELS_SCALAR, and instantiated by the tests next to the
-// vector one so both stay correct.
+// f16 / bf16 / int8 into floats). Arch is an xsimd architecture tag; xsimd 8
+// defines the batch types of the architectures the translation unit is
+// compiled for only, so each kernel variant is its own translation unit with
+// its family's flags (src/kernels/cpu/, see dispatch.hpp), which instantiates
+// the kernels for xsimd::default_arch there. `ScalarArch`, where a "vector" is
+// one float, is the portable reference variant.
+//
+// Everything here and in the other kernel headers of detail/ lives in an
+// inline namespace named by IZWI_KERNELS_VARIANT, which each variant
+// translation unit sets before including them: the same inline function
+// compiled with -mavx512f in one translation unit and for plain x86-64 in
+// another must be two symbols, not one the linker keeps a random copy of
+// (which could put AVX-512 code on the SSE2 path). For the same reason these
+// headers convert f16/bf16 with their own functions rather than core/half.hpp's.
 //
 // The widening loads use the F16C / AVX-512 conversion instructions through
 // intrinsics (xsimd 8 has no half-float type) and fall back to scalar
@@ -24,23 +31,43 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "izwi/core/half.hpp"
+#include <bit>
 
 #if defined(__AVX2__) || defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
-namespace izwi::kernels::cpu::detail {
+#ifndef IZWI_KERNELS_VARIANT
+/// The variant namespace of a translation unit that is not one of the
+/// library's variants (a test or benchmark instantiating a kernel directly).
+#define IZWI_KERNELS_VARIANT unnamed_variant
+#endif
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+/// binary16 bits -> float, exactly (core/half.hpp's f16_to_f32 without its
+/// F16C path, see the top). Finite values: the exponent and mantissa moved into
+/// a float's and the result scaled by 2^(127 - 15), which is exact for normal
+/// and subnormal halves alike; infinities and NaN keep an all-ones exponent.
+inline float f16_bits_to_f32(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t rest = static_cast<std::uint32_t>(h & 0x7fffu) << 13;
+  const float magnitude = rest >= (0x7c00u << 13) ? std::bit_cast<float>(rest | 0x7f800000u)
+                                                 : std::bit_cast<float>(rest) * 0x1p112f;
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
+}
+/// bfloat16 bits -> float (the upper half of a binary32).
+inline float bf16_bits_to_f32(std::uint16_t h) noexcept {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
 /// No SIMD: one float per "vector". Correct everywhere; the reference path.
 struct ScalarArch {};
 
-#if defined(IZWI_KERNELS_SCALAR)
-using KernelArch = ScalarArch;
-#else
+/// The best architecture this translation unit is compiled for (what a
+/// variant translation unit instantiates the kernels with).
 using KernelArch = std::conditional_t<std::is_same_v<xsimd::default_arch, xsimd::unavailable>, ScalarArch,
                                       xsimd::default_arch>;
-#endif
 
 #if defined(__AVX512F__)
 /// 16 vectors of 16 floats -> the 16 sums, by halving twice across 128-bit
@@ -121,7 +148,7 @@ struct Simd {
     if constexpr (lanes == 8) return vec(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #endif
     alignas(64) float tmp[lanes];
-    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = f16_to_f32(p[i]);
+    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = f16_bits_to_f32(p[i]);
     return vec::load_aligned(tmp);
   }
   /// `lanes` bfloat16 values from p, widened.
@@ -137,7 +164,7 @@ struct Simd {
           _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
 #endif
     alignas(64) float tmp[lanes];
-    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = bf16_to_f32(p[i]);
+    for (std::size_t i = 0; i < lanes; ++i) tmp[i] = bf16_bits_to_f32(p[i]);
     return vec::load_aligned(tmp);
   }
   /// `lanes` signed bytes from p, as floats.
@@ -178,8 +205,8 @@ struct Simd<ScalarArch> {
   static vec sum_each(const vec* v) noexcept { return v[0]; }
   static vec keep_first(vec v, std::size_t count, float fill) noexcept { return count >= 1 ? v : fill; }
   static float max_element(vec v) noexcept { return v; }
-  static vec load_f16(const std::uint16_t* p) noexcept { return f16_to_f32(*p); }
-  static vec load_bf16(const std::uint16_t* p) noexcept { return bf16_to_f32(*p); }
+  static vec load_f16(const std::uint16_t* p) noexcept { return f16_bits_to_f32(*p); }
+  static vec load_bf16(const std::uint16_t* p) noexcept { return bf16_bits_to_f32(*p); }
   static vec load_i8(const std::int8_t* p) noexcept { return static_cast<float>(*p); }
 };
 
@@ -211,4 +238,21 @@ inline void scale_add(float* y, float scale, float a, const float* x, std::size_
   for (; i < n; ++i) y[i] = y[i] * scale + a * x[i];
 }
 
-}  // namespace izwi::kernels::cpu::detail
+/// n binary16 values widened into out.
+template <class Arch>
+inline void widen_f16(const std::uint16_t* in, float* out, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  std::size_t i = 0;
+  for (; i + S::lanes <= n; i += S::lanes) S::store(out + i, S::load_f16(in + i));
+  for (; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
+}
+/// n bfloat16 values widened into out.
+template <class Arch>
+inline void widen_bf16(const std::uint16_t* in, float* out, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  std::size_t i = 0;
+  for (; i + S::lanes <= n; i += S::lanes) S::store(out + i, S::load_bf16(in + i));
+  for (; i < n; ++i) out[i] = bf16_bits_to_f32(in[i]);
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -1,0 +1,131 @@
+// izwi-read-bandwidth: the machine's memory read bandwidth, the ceiling of
+// batch-1 decode (every weight byte is read once per token).
+//
+//   izwi-read-bandwidth [--threads 1,2] [--mib 1024] [--reps 10]
+//
+// Like STREAM's read kernels: each thread sums its own contiguous slice of a
+// buffer far larger than the last-level cache (1 GiB by default), 8-byte
+// words into four independent accumulators, so the loads, not the adds, set
+// the pace. The compiler vectorises the sums; on x86-64 the loop is cloned
+// for AVX-512 and AVX2 and the CPU's best clone is picked at load time
+// (GCC's target_clones), so the widest loads the CPU has are used without any
+// -m flag. The threads start together from a barrier; a repetition
+// lasts until the slowest finishes. Prints the best and the median GB/s
+// (10^9 bytes) over the repetitions for each thread count. Built with no
+// special flags, like everything a user builds.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::vector<std::size_t> threads{1, 2};
+  std::size_t mib = 1024;
+  std::size_t reps = 10;
+};
+
+std::vector<std::size_t> parse_list(const std::string& text) {
+  std::vector<std::size_t> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    out.push_back(std::stoul(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "usage: izwi-read-bandwidth [--threads 1,2] [--mib 1024] [--reps 10]\n");
+      std::exit(2);
+    }
+    const std::string value = argv[++i];
+    if (arg == "--threads") o.threads = parse_list(value);
+    else if (arg == "--mib") o.mib = std::stoul(value);
+    else if (arg == "--reps") o.reps = std::stoul(value);
+    else {
+      std::fprintf(stderr, "izwi-read-bandwidth: unknown option %s\n", arg.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+/// Sum of n words: four chains, so an add never waits on the one before.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+std::uint64_t sum_words(const std::uint64_t* p, std::size_t n) {
+  std::uint64_t a = 0, b = 0, c = 0, d = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a += p[i];
+    b += p[i + 1];
+    c += p[i + 2];
+    d += p[i + 3];
+  }
+  for (; i < n; ++i) a += p[i];
+  return a + b + c + d;
+}
+
+/// Seconds for `threads` threads to read their slices of `words` once, together.
+double timed_read(const std::uint64_t* data, std::size_t words, std::size_t threads, std::uint64_t& sink) {
+  std::atomic<std::size_t> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::uint64_t> sums(threads * 8);  // a cache line apart
+  std::vector<std::thread> pool;
+  const std::size_t slice = words / threads;
+  for (std::size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      sums[t * 8] = sum_words(data + t * slice, slice);
+    });
+  while (ready.load() != threads) {
+  }
+  const auto start = std::chrono::steady_clock::now();
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (std::size_t t = 0; t < threads; ++t) sink += sums[t * 8];
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::size_t words = o.mib * (std::size_t{1} << 20) / sizeof(std::uint64_t);
+  std::unique_ptr<std::uint64_t[]> data(new std::uint64_t[words]);
+  for (std::size_t i = 0; i < words; ++i) data[i] = i;  // touch every page before timing
+  std::uint64_t sink = 0;
+  std::printf("read bandwidth over %zu MiB, %zu repetitions, GB/s = 1e9 bytes/s\n", o.mib, o.reps);
+  for (std::size_t threads : o.threads) {
+    if (threads == 0) continue;
+    timed_read(data.get(), words, threads, sink);  // warm-up
+    std::vector<double> rates;
+    for (std::size_t r = 0; r < o.reps; ++r) {
+      const double seconds = timed_read(data.get(), words, threads, sink);
+      rates.push_back(static_cast<double>(words / threads * threads * sizeof(std::uint64_t)) / seconds / 1e9);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::printf("read bandwidth  threads %zu  best %7.2f GB/s  median %7.2f GB/s\n", threads, rates.back(),
+                rates[rates.size() / 2]);
+  }
+  return sink == 42 ? 1 : 0;  // keeps the sums alive
+}

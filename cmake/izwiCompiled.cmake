@@ -1,0 +1,26 @@
+# The separate-compilation mode (include/izwi/config.hpp), as CMake targets:
+#
+#   izwi::compiled         the stock engines (izwi/stock_engines.hpp) and model
+#                          loading, instantiated and compiled once (src/izwi.cpp)
+#   izwi::server_compiled  izwi-server's stock model loader (src/izwi_server.cpp)
+#
+# Linking either defines IZWI_SEPARATE_COMPILATION for the consumer (PUBLIC),
+# so its translation units see `extern template` declarations and compile none
+# of that code again. izwi::izwi alone stays header-only.
+#
+# Included after the sanitizer options of the top-level CMakeLists.txt: the
+# compiled part must carry the same instrumentation as the programs it joins.
+
+add_library(izwi_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi.cpp)
+add_library(izwi::compiled ALIAS izwi_compiled)
+target_link_libraries(izwi_compiled PUBLIC izwi izwi_tokenizer)
+target_compile_definitions(izwi_compiled PUBLIC IZWI_SEPARATE_COMPILATION)
+set_target_properties(izwi_compiled PROPERTIES EXPORT_NAME compiled POSITION_INDEPENDENT_CODE ON)
+
+add_library(izwi_server_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi_server.cpp)
+add_library(izwi::server_compiled ALIAS izwi_server_compiled)
+target_link_libraries(izwi_server_compiled PUBLIC izwi_compiled izwi_server)
+set_target_properties(izwi_server_compiled PROPERTIES EXPORT_NAME server_compiled POSITION_INDEPENDENT_CODE ON)
+
+install(TARGETS izwi_compiled izwi_server_compiled EXPORT izwiTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

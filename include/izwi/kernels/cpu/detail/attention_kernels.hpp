@@ -1,0 +1,328 @@
+#pragma once
+// Paged attention of izwi/kernels/cpu/attention.hpp, written once over the
+// SIMD architecture (see simd.hpp); reached through dispatch.hpp.
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "izwi/kernels/cpu/attention.hpp"
+#include "izwi/kernels/cpu/detail/simd.hpp"
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+/// Query tokens per task: each widened K/V tile serves this many tokens
+/// times the heads of a group.
+inline constexpr std::size_t attention_query_block = 32;
+/// Key positions per tile (a multiple of every vector width used).
+inline constexpr std::size_t attention_key_tile = 32;
+
+/// Widens n cache elements starting at element `offset` of `base` into out.
+template <class Arch>
+inline void widen_cache_row(const std::byte* base, std::size_t offset, DType dtype, std::size_t n, float* out) noexcept {
+  switch (dtype) {
+    case DType::f32: std::memcpy(out, base + offset * 4, n * 4); return;
+    case DType::f16: widen_f16<Arch>(reinterpret_cast<const std::uint16_t*>(base) + offset, out, n); return;
+    default: widen_bf16<Arch>(reinterpret_cast<const std::uint16_t*>(base) + offset, out, n); return;
+  }
+}
+
+struct AttentionTask {
+  const AttentionSequence* seq;
+  std::size_t kv_head;
+  std::size_t t0, t1;  // query tokens [t0, t1) of the sequence
+};
+
+/// One query vector against one tile of attention_key_tile keys (rows past
+/// `visible` are masked): scores, online-softmax update of (run_max,
+/// run_sum), and a = a * correction + sum_j p_j v_j.
+template <class Arch>
+inline void attend_tile(const float* qv, const float* const* k_rows, const float* const* v_rows, std::size_t visible,
+                        std::size_t D, float scale, float& run_max, float& run_sum, float* a) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  constexpr std::size_t L = S::lanes;
+  constexpr std::size_t TK = attention_key_tile;
+  const std::size_t d_vec = D / L * L;
+  alignas(64) float scores[TK];
+  // Scores of L keys at a time: one accumulator per key, summed lane-wise at the end.
+  for (std::size_t jg = 0; jg < TK; jg += L) {
+    vec dots[L];
+    for (std::size_t i = 0; i < L; ++i) dots[i] = S::zero();
+    for (std::size_t d = 0; d < d_vec; d += L) {
+      const vec qd = S::load(qv + d);
+      for (std::size_t i = 0; i < L; ++i) dots[i] = S::fma(qd, S::load(k_rows[jg + i] + d), dots[i]);
+    }
+    S::store(scores + jg, S::sum_each(dots));
+    for (std::size_t d = d_vec; d < D; ++d)
+      for (std::size_t i = 0; i < L; ++i) scores[jg + i] += qv[d] * k_rows[jg + i][d];
+  }
+  // Scale, mask the keys this query may not see, and take the tile's maximum.
+  const vec vscale = S::broadcast(scale);
+  vec vtile_max = S::broadcast(-std::numeric_limits<float>::infinity());
+  for (std::size_t j = 0; j < TK; j += L) {
+    const std::size_t left = visible > j ? visible - j : 0;
+    const vec v = S::keep_first(S::load(scores + j) * vscale, left, -std::numeric_limits<float>::infinity());
+    S::store(scores + j, v);
+    vtile_max = S::max(vtile_max, v);
+  }
+  const float tile_max = S::max_element(vtile_max);
+  const float new_max = std::max(run_max, tile_max);
+  const float correction = std::exp(run_max - new_max);  // 0 on the first tile
+  run_max = new_max;
+  const vec vmax = S::broadcast(new_max);
+  vec vsum = S::zero();
+  for (std::size_t j = 0; j < TK; j += L) {
+    const vec e = S::exp(S::load(scores + j) - vmax);
+    S::store(scores + j, e);
+    vsum = vsum + e;
+  }
+  run_sum = run_sum * correction + S::sum(vsum);
+  // acc = acc * correction + sum_j p_j v_j, a vector of head dims at a time.
+  // U vectors of head dims at once: independent FMA chains (one chain
+  // would wait on the FMA latency for every key).
+  const vec vcorr = S::broadcast(correction);
+  constexpr std::size_t U = 8;
+  std::size_t d = 0;
+  for (; d + U * L <= d_vec; d += U * L) {
+    vec sums[U];
+    for (std::size_t u = 0; u < U; ++u) sums[u] = S::load(a + d + u * L) * vcorr;
+    for (std::size_t j = 0; j < visible; ++j) {
+      const vec p = S::broadcast(scores[j]);
+      for (std::size_t u = 0; u < U; ++u) sums[u] = S::fma(p, S::load(v_rows[j] + d + u * L), sums[u]);
+    }
+    for (std::size_t u = 0; u < U; ++u) S::store(a + d + u * L, sums[u]);
+  }
+  for (; d < d_vec; d += L) {
+    vec sum = S::load(a + d) * vcorr;
+    for (std::size_t j = 0; j < visible; ++j) sum = S::fma(S::broadcast(scores[j]), S::load(v_rows[j] + d), sum);
+    S::store(a + d, sum);
+  }
+  for (std::size_t d = d_vec; d < D; ++d) {
+    float sum = a[d] * correction;
+    for (std::size_t j = 0; j < visible; ++j) sum += scores[j] * v_rows[j][d];
+    a[d] = sum;
+  }
+}
+
+template <class Arch>
+inline void attention_task(const float* q, const AttentionTask& task, const KVLayerView& kv,
+                           const AttentionShape& shape, float scale, std::size_t q_ld, std::size_t out_ld, float* out,
+                           float* scratch) noexcept {
+  constexpr std::size_t TK = attention_key_tile;
+  const std::size_t D = shape.head_dim, bs = shape.block_size;
+  const std::size_t group = shape.num_heads / shape.num_kv_heads;
+  const std::size_t row_elements = shape.num_kv_heads * D;
+  const AttentionSequence& seq = *task.seq;
+  const std::size_t n_queries = (task.t1 - task.t0) * group;
+
+  // Scratch: K tile, V tile, per-query accumulators, running max and sum.
+  float* k_tile = scratch;
+  float* v_tile = k_tile + TK * D;
+  float* acc = v_tile + TK * D;
+  float* run_max = acc + n_queries * D;
+  float* run_sum = run_max + n_queries;
+  std::fill(acc, acc + n_queries * D, 0.0f);
+  std::fill(run_max, run_max + n_queries, -std::numeric_limits<float>::infinity());
+  std::fill(run_sum, run_sum + n_queries, 0.0f);
+
+  const std::size_t last_position = seq.num_computed + task.t1 - 1;
+  const std::size_t elem_bytes = dtype_size(shape.cache_dtype), row_bytes = D * elem_bytes;
+  const float* k_rows[TK];
+  const float* v_rows[TK];
+  // A head's rows are a cache-row apart and scattered over blocks, which the
+  // hardware prefetchers do not follow: fetch the next tile while this one
+  // is computed (the difference between latency- and bandwidth-bound decode).
+  const auto prefetch_tile = [&](std::size_t first) {
+    const std::size_t end = std::min(first + TK, last_position + 1);
+    for (std::size_t pos = first; pos < end; ++pos) {
+      const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
+      const std::size_t byte = (slot * row_elements + task.kv_head * D) * elem_bytes;
+      for (std::size_t line = 0; line < row_bytes; line += 64) {
+        __builtin_prefetch(kv.keys + byte + line);
+        __builtin_prefetch(kv.values + byte + line);
+      }
+    }
+  };
+  prefetch_tile(0);
+  for (std::size_t j0 = 0; j0 <= last_position; j0 += TK) {
+    const std::size_t nj = std::min(TK, last_position + 1 - j0);
+    if (j0 + TK <= last_position) prefetch_tile(j0 + TK);
+    for (std::size_t j = 0; j < nj; ++j) {
+      const std::size_t pos = j0 + j;
+      const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
+      const std::size_t offset = slot * row_elements + task.kv_head * D;
+      if (shape.cache_dtype == DType::f32) {
+        k_rows[j] = reinterpret_cast<const float*>(kv.keys) + offset;
+        v_rows[j] = reinterpret_cast<const float*>(kv.values) + offset;
+      } else {
+        widen_cache_row<Arch>(kv.keys, offset, shape.cache_dtype, D, k_tile + j * D);
+        widen_cache_row<Arch>(kv.values, offset, shape.cache_dtype, D, v_tile + j * D);
+        k_rows[j] = k_tile + j * D;
+        v_rows[j] = v_tile + j * D;
+      }
+    }
+    for (std::size_t j = nj; j < TK; ++j) k_rows[j] = k_rows[0];  // scored, then masked
+
+    for (std::size_t t = task.t0; t < task.t1; ++t) {
+      const std::size_t position = seq.num_computed + t;
+      if (j0 > position) continue;
+      const std::size_t visible = std::min(nj, position + 1 - j0);
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t head = task.kv_head * group + g;
+        const float* qv = q + (seq.first_row + t) * q_ld + head * D;
+        const std::size_t qi = (t - task.t0) * group + g;
+        attend_tile<Arch>(qv, k_rows, v_rows, visible, D, scale, run_max[qi], run_sum[qi], acc + qi * D);
+      }
+    }
+  }
+  for (std::size_t t = task.t0; t < task.t1; ++t)
+    for (std::size_t g = 0; g < group; ++g) {
+      const std::size_t qi = (t - task.t0) * group + g;
+      const float inv = 1.0f / run_sum[qi];
+      float* o = out + (seq.first_row + t) * out_ld + (task.kv_head * group + g) * D;
+      for (std::size_t d = 0; d < D; ++d) o[d] = acc[qi * D + d] * inv;
+    }
+}
+
+/// A decoding sequence's one query token against positions [p0, p1) of its
+/// context, for every head: the rows are read whole (all kv heads of a
+/// position are contiguous), which the hardware prefetchers stream, unlike
+/// one head's slice of every row. Writes per head [acc (head_dim)][max][sum]
+/// to `partial`; attention_merge combines the chunks.
+template <class Arch>
+inline void attention_decode_chunk(const float* q, const AttentionSequence& seq, std::size_t p0, std::size_t p1,
+                                   const KVLayerView& kv, const AttentionShape& shape, float scale, std::size_t q_ld,
+                                   float* partial, float* scratch) noexcept {
+  constexpr std::size_t TK = attention_key_tile;
+  const std::size_t D = shape.head_dim, bs = shape.block_size;
+  const std::size_t group = shape.num_heads / shape.num_kv_heads;
+  const std::size_t row_elements = shape.num_kv_heads * D;
+  float* k_tile = scratch;
+  float* v_tile = k_tile + TK * D;
+  for (std::size_t h = 0; h < shape.num_heads; ++h) {
+    float* part = partial + h * (D + 2);
+    std::fill(part, part + D, 0.0f);
+    part[D] = -std::numeric_limits<float>::infinity();
+    part[D + 1] = 0.0f;
+  }
+  const float* k_rows[TK];
+  const float* v_rows[TK];
+  std::size_t offsets[TK];
+  const float* query = q + seq.first_row * q_ld;
+  for (std::size_t j0 = p0; j0 < p1; j0 += TK) {
+    const std::size_t nj = std::min(TK, p1 - j0);
+    for (std::size_t j = 0; j < nj; ++j) {
+      const std::size_t pos = j0 + j;
+      offsets[j] = (static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs) * row_elements;
+    }
+    for (std::size_t kvh = 0; kvh < shape.num_kv_heads; ++kvh) {
+      for (std::size_t j = 0; j < nj; ++j) {
+        const std::size_t offset = offsets[j] + kvh * D;
+        if (shape.cache_dtype == DType::f32) {
+          k_rows[j] = reinterpret_cast<const float*>(kv.keys) + offset;
+          v_rows[j] = reinterpret_cast<const float*>(kv.values) + offset;
+        } else {
+          widen_cache_row<Arch>(kv.keys, offset, shape.cache_dtype, D, k_tile + j * D);
+          widen_cache_row<Arch>(kv.values, offset, shape.cache_dtype, D, v_tile + j * D);
+          k_rows[j] = k_tile + j * D;
+          v_rows[j] = v_tile + j * D;
+        }
+      }
+      for (std::size_t j = nj; j < TK; ++j) k_rows[j] = k_rows[0];  // scored, then masked
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t head = kvh * group + g;
+        float* part = partial + head * (D + 2);
+        attend_tile<Arch>(query + head * D, k_rows, v_rows, nj, D, scale, part[D], part[D + 1], part);
+      }
+    }
+  }
+}
+
+/// Positions per decode chunk: enough chunks for every thread twice over, at
+/// least two key tiles each.
+inline std::size_t decode_chunk_positions(std::size_t context, std::size_t threads) noexcept {
+  constexpr std::size_t TK = attention_key_tile;
+  const std::size_t target = (context + 2 * threads - 1) / (2 * threads);
+  return std::max<std::size_t>(2 * TK, (target + TK - 1) / TK * TK);
+}
+
+template <class Arch>
+inline void paged_attention(const float* q, std::span<const AttentionSequence> seqs, const KVLayerView& kv,
+                            const AttentionShape& shape, float* out, ThreadPool& pool) noexcept {
+  constexpr std::size_t QB = attention_query_block;
+  const float scale = shape.scale != 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  const std::size_t q_ld = shape.q_ld ? shape.q_ld : shape.num_heads * shape.head_dim;
+  const std::size_t out_ld = shape.out_ld ? shape.out_ld : shape.num_heads * shape.head_dim;
+  const std::size_t D = shape.head_dim, H = shape.num_heads;
+  // Decoding sequences (one query token) are split over their context, all
+  // heads per task; the others over (kv head, block of query tokens).
+  const auto tasks_of = [&](const AttentionSequence& seq) -> std::size_t {
+    if (seq.num_tokens == 1) {
+      const std::size_t context = seq.num_computed + 1;
+      const std::size_t chunk = decode_chunk_positions(context, pool.size());
+      return (context + chunk - 1) / chunk;
+    }
+    return shape.num_kv_heads * ((seq.num_tokens + QB - 1) / QB);
+  };
+  std::size_t total = 0;
+  bool any_decode = false;
+  for (const auto& seq : seqs) {
+    total += tasks_of(seq);
+    any_decode = any_decode || seq.num_tokens == 1;
+  }
+  // Shared scratch: the task table, then (if decoding) one partial result per task and head.
+  const std::size_t table_bytes = ((seqs.size() + 1) * sizeof(std::size_t) + 63) / 64 * 64;
+  const std::size_t partial_floats = any_decode ? total * H * (D + 2) : 0;
+  auto* shared = static_cast<std::byte*>(pool.shared_scratch(table_bytes + partial_floats * sizeof(float)));
+  auto* first_task = reinterpret_cast<std::size_t*>(shared);
+  auto* partials = reinterpret_cast<float*>(shared + table_bytes);
+  first_task[0] = 0;
+  for (std::size_t s = 0; s < seqs.size(); ++s) first_task[s + 1] = first_task[s] + tasks_of(seqs[s]);
+  const std::size_t group = H / shape.num_kv_heads;
+  const std::size_t scratch_floats = 2 * attention_key_tile * D + QB * group * (D + 2);
+  pool.parallel_for(total, [&](std::size_t t, std::size_t worker) {
+    const std::size_t s =
+        static_cast<std::size_t>(std::upper_bound(first_task, first_task + seqs.size() + 1, t) - first_task) - 1;
+    const std::size_t local = t - first_task[s];
+    auto* scratch = static_cast<float*>(pool.scratch(worker, scratch_floats * sizeof(float)));
+    const AttentionSequence& seq = seqs[s];
+    if (seq.num_tokens == 1) {
+      const std::size_t context = seq.num_computed + 1;
+      const std::size_t chunk = decode_chunk_positions(context, pool.size());
+      attention_decode_chunk<Arch>(q, seq, local * chunk, std::min(context, (local + 1) * chunk), kv, shape, scale,
+                                   q_ld, partials + t * H * (D + 2), scratch);
+      return;
+    }
+    const std::size_t kv_head = local % shape.num_kv_heads, block = local / shape.num_kv_heads;
+    const AttentionTask task{&seq, kv_head, block * QB, std::min(seq.num_tokens, (block + 1) * QB)};
+    attention_task<Arch>(q, task, kv, shape, scale, q_ld, out_ld, out, scratch);
+  });
+  if (!any_decode) return;
+  // Merge each decoding sequence's chunks: rescale every chunk to the global
+  // maximum, add, normalise.
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    if (seqs[s].num_tokens != 1) continue;
+    const std::size_t c0 = first_task[s], c1 = first_task[s + 1];
+    for (std::size_t h = 0; h < H; ++h) {
+      float global_max = -std::numeric_limits<float>::infinity();
+      for (std::size_t c = c0; c < c1; ++c) global_max = std::max(global_max, partials[(c * H + h) * (D + 2) + D]);
+      float* o = out + seqs[s].first_row * out_ld + h * D;
+      std::fill(o, o + D, 0.0f);
+      float sum = 0.0f;
+      for (std::size_t c = c0; c < c1; ++c) {
+        const float* part = partials + (c * H + h) * (D + 2);
+        const float weight = std::exp(part[D] - global_max);
+        sum += weight * part[D + 1];
+        for (std::size_t d = 0; d < D; ++d) o[d] += weight * part[d];
+      }
+      const float inv = 1.0f / sum;
+      for (std::size_t d = 0; d < D; ++d) o[d] *= inv;
+    }
+  }
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

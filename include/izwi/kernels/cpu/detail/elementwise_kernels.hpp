@@ -1,0 +1,96 @@
+#pragma once
+// The row-wise kernels of izwi/kernels/cpu/elementwise.hpp, written once over
+// the SIMD architecture (see simd.hpp); reached through dispatch.hpp.
+
+#include <cassert>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "izwi/kernels/cpu/detail/simd.hpp"
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+template <class Arch>
+inline void rms_norm_row(const float* x, std::size_t n, const float* weight, float eps, float* y) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  // Sum of squares in float like the reference (HF computes in float32), in
+  // several lanes, which only makes it more accurate.
+  const float mean_square = dot<Arch>(x, x, n) / static_cast<float>(n);
+  const float inv = 1.0f / std::sqrt(mean_square + eps);
+  const auto vinv = S::broadcast(inv);
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) S::store(y + i, S::load(x + i) * vinv * S::load(weight + i));
+  for (; i < n; ++i) y[i] = x[i] * inv * weight[i];
+}
+
+template <class Arch>
+inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight, float eps,
+                     float* y, std::size_t ldy) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) rms_norm_row<Arch>(x + r * ldx, n, weight, eps, y + r * ldy);
+}
+
+template <class Arch>
+inline void rms_norm_heads(float* x, std::size_t ld, std::size_t rows, std::size_t heads, std::size_t head_dim,
+                           const float* weight, float eps) noexcept {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < heads; ++h) {
+      float* head = x + r * ld + h * head_dim;
+      rms_norm_row<Arch>(head, head_dim, weight, eps, head);
+    }
+}
+
+template <class Arch>
+inline void silu_mul(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  const auto one = S::broadcast(1.0f);
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto g = S::load(gate + i);
+    S::store(out + i, g / (one + S::exp(-g)) * S::load(up + i));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+template <class Arch>
+inline void softmax(float* x, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  if (n == 0) return;
+  float m = -std::numeric_limits<float>::infinity();
+  std::size_t i = 0;
+  if (n >= L) {
+    auto vm = S::load(x);
+    for (i = L; i + L <= n; i += L) vm = S::max(vm, S::load(x + i));
+    m = S::max_element(vm);
+  }
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  const auto vmax = S::broadcast(m);
+  auto vsum = S::zero();
+  for (i = 0; i + L <= n; i += L) {
+    const auto e = S::exp(S::load(x + i) - vmax);
+    S::store(x + i, e);
+    vsum = vsum + e;
+  }
+  float sum = S::sum(vsum);
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const auto vinv = S::broadcast(1.0f / sum);
+  for (i = 0; i + L <= n; i += L) S::store(x + i, S::load(x + i) * vinv);
+  for (; i < n; ++i) x[i] *= 1.0f / sum;
+}
+
+template <class Arch>
+inline void add_inplace(float* y, const float* x, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) S::store(y + i, S::load(y + i) + S::load(x + i));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

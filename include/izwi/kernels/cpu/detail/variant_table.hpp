@@ -1,0 +1,46 @@
+#pragma once
+// make_kernel_table<Arch>(): one kernel variant's entry points (dispatch.hpp),
+// the kernels instantiated for Arch. Included by the variant translation units
+// of src/kernels/cpu/ only, after they set IZWI_KERNELS_VARIANT (simd.hpp).
+
+#include <cstddef>
+#include <span>
+
+#include "izwi/kernels/cpu/detail/attention_kernels.hpp"
+#include "izwi/kernels/cpu/detail/elementwise_kernels.hpp"
+#include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
+#include "izwi/kernels/cpu/detail/rotary_kernels.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+// The two entry points whose table signature differs from the kernel's.
+template <class Arch>
+void dequantize_row_entry(const WeightMatrix& w, std::size_t row, float* out) noexcept {
+  widen_row<Arch>(w, row, out);
+}
+template <class Arch>
+void paged_attention_entry(const float* q, const AttentionSequence* seqs, std::size_t num_seqs,
+                           const KVLayerView& kv, const AttentionShape& shape, float* out,
+                           ThreadPool& pool) noexcept {
+  paged_attention<Arch>(q, std::span<const AttentionSequence>(seqs, num_seqs), kv, shape, out, pool);
+}
+
+template <class Arch>
+constexpr KernelTable make_kernel_table(const char* name) noexcept {
+  return KernelTable{
+      .name = name,
+      .lanes = Simd<Arch>::lanes,
+      .matmul = &matmul<Arch>,
+      .dequantize_row = &dequantize_row_entry<Arch>,
+      .rms_norm = &rms_norm<Arch>,
+      .rms_norm_heads = &rms_norm_heads<Arch>,
+      .silu_mul = &silu_mul<Arch>,
+      .softmax = &softmax<Arch>,
+      .add_inplace = &add_inplace<Arch>,
+      .apply_rotary = &apply_rotary<Arch>,
+      .paged_attention = &paged_attention_entry<Arch>,
+  };
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

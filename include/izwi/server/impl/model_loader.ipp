@@ -1,0 +1,160 @@
+#pragma once
+// load_cpu_model's body: inline, included by izwi/server/model_loader.hpp, in
+// header-only builds; compiled once, in <izwi/server/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "izwi/core/error.hpp"
+#include "izwi/engine/engine.hpp"
+#include "izwi/executor/cpu.hpp"
+#include "izwi/io/gguf.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/kv_cache/unified.hpp"
+#include "izwi/models/qwen3.hpp"
+#include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/priority.hpp"
+#include "izwi/stock_engines.hpp"
+
+namespace izwi::server {
+
+namespace detail {
+
+/// "qwen3" from config.json's model_type or the GGUF's general.architecture;
+/// also whether the checkpoint says it has random weights (izwi's own
+/// izwi-make-random-qwen3 marks them so).
+struct CheckpointKind {
+  std::string architecture;
+  bool untrained = false;
+};
+
+IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
+  CheckpointKind kind;
+  if (std::filesystem::is_directory(path)) {
+    const auto config_json = path / "config.json";
+    if (!std::filesystem::is_regular_file(config_json))
+      throw invalid_argument("model", path.string() + " has no config.json (expected a Hugging Face model directory)");
+    kind.architecture = io::read_transformer_config(config_json).model_type;
+    std::ifstream in(config_json);
+    std::stringstream text;
+    text << in.rdbuf();
+    kind.untrained = text.str().find("\"_izwi_note\"") != std::string::npos;
+  } else if (path.extension() == ".gguf") {
+    const io::GgufFile file = io::GgufFile::open(path);
+    kind.architecture = file.architecture();
+    kind.untrained = file.get<std::string>("general.name", "") == "izwi-random-qwen3";
+  } else if (!std::filesystem::exists(path)) {
+    throw invalid_argument("model", path.string() + ": no such file or directory");
+  } else {
+    throw invalid_argument("model", path.string() + " is neither a model directory nor a .gguf file");
+  }
+  return kind;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// The engine of one scheduler + cache pairing around `executor`: the
+/// server's policies are template arguments, so each pairing is its own
+/// instantiation, chosen once per load (compiled once, in izwi::compiled,
+/// under IZWI_SEPARATE_COMPILATION: see izwi/stock_engines.hpp).
+template <class Scheduler, class Cache>
+std::unique_ptr<AnyEngine> make_served_engine(CpuExecutor<Qwen3> executor, Cache cache,
+                                              const SchedulerConfig& scheduler_config, EngineConfig engine_config,
+                                              ModelInfo info, std::size_t max_model_len_override) {
+  // The served context is what the model allows and what the KV cache can
+  // hold for one request (vLLM sizes max_model_len against the cache the
+  // same way); otherwise a prompt the length check accepts fails later, as
+  // an "error" finish, when its blocks cannot be found. Said at start-up
+  // through the description.
+  const KVCacheStats kv = cache.stats();
+  const std::size_t cache_tokens = kv.num_blocks * kv.block_size;
+  const std::size_t wanted_len = max_model_len_override ? max_model_len_override : executor.max_model_len();
+  std::size_t model_len = wanted_len;
+  if (model_len == 0 || model_len > cache_tokens) {
+    model_len = cache_tokens;
+    info.description += ", context " + std::to_string(model_len) + " tokens (" +
+                        (wanted_len ? "clamped from " + std::to_string(wanted_len) + ": " : "") +
+                        "the KV cache holds " + std::to_string(cache_tokens) +
+                        " tokens; a larger KV-cache budget serves more)";
+  } else {
+    info.description += ", context " + std::to_string(model_len) + " tokens";
+  }
+  engine_config.max_model_len = model_len;
+
+  using ServedEngine = Engine<Scheduler, Cache, CpuExecutor<Qwen3>>;
+  auto engine = std::make_unique<ServedEngine>(Scheduler(scheduler_config), std::move(cache), std::move(executor),
+                                               engine_config);
+  info.max_model_len = engine->max_model_len();
+  return std::make_unique<EngineModel<ServedEngine>>(std::move(engine), std::move(info));
+}
+
+template <class Cache>
+std::unique_ptr<AnyEngine> make_served_engine(SchedulingPolicy policy, CpuExecutor<Qwen3> executor, Cache cache,
+                                              const SchedulerConfig& scheduler_config,
+                                              const EngineConfig& engine_config, ModelInfo info,
+                                              std::size_t max_model_len_override) {
+  if (policy == SchedulingPolicy::priority)
+    return make_served_engine<PriorityScheduler>(std::move(executor), std::move(cache), scheduler_config,
+                                                 engine_config, std::move(info), max_model_len_override);
+  return make_served_engine<FcfsScheduler>(std::move(executor), std::move(cache), scheduler_config, engine_config,
+                                           std::move(info), max_model_len_override);
+}
+
+}  // namespace detail
+
+IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
+                                                    const CpuLoaderSettings& settings) {
+  const detail::CheckpointKind kind = detail::inspect_checkpoint(path);
+  if (kind.architecture != "qwen3")
+    throw invalid_argument("model", path.string() + ": architecture '" + kind.architecture +
+                                        "' is not served by this build (supported: qwen3)");
+
+  Qwen3LoadOptions load;
+  load.kv_cache_dtype = DType::f16;
+  Qwen3 model = Qwen3::load(path, load);
+  if (!model.tokenizer())
+    throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read prompts");
+
+  ModelInfo info;
+  const tokenizer::BpeTokenizer& tokenizer = *model.tokenizer();
+  for (std::size_t t = 0; t < tokenizer.vocab_size(); ++t)
+    info.max_token_bytes = std::max(info.max_token_bytes, tokenizer.token_bytes(static_cast<TokenId>(t)).size());
+  info.id = id;
+  info.path = path;
+  info.tasks = {Task::chat};
+  info.untrained = kind.untrained;
+  info.description = model.description() + ", " + std::to_string(model.config().num_layers) + " layers, hidden " +
+                     std::to_string(model.config().hidden_size);
+
+  CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = settings.num_threads});
+
+  SchedulerConfig scheduler_config;
+  if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
+  if (settings.max_num_batched_tokens) scheduler_config.max_num_batched_tokens = settings.max_num_batched_tokens;
+
+  EngineConfig engine_config;
+  engine_config.model_name = id;
+  engine_config.stream_capacity = settings.stream_capacity;
+  engine_config.max_waiting_requests = settings.max_waiting_requests;
+
+  if (settings.kv_cache == KVCacheKind::unified) {
+    UnifiedKVCacheConfig cache_config;
+    cache_config.memory_fraction = settings.kv_cache_memory_fraction;
+    cache_config.enable_prefix_caching = settings.enable_prefix_caching;
+    UnifiedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+    return detail::make_served_engine(settings.scheduling, std::move(executor), std::move(cache), scheduler_config,
+                                      engine_config, std::move(info), settings.max_model_len);
+  }
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = settings.kv_cache_bytes;
+  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  return detail::make_served_engine(settings.scheduling, std::move(executor), std::move(cache), scheduler_config,
+                                    engine_config, std::move(info), settings.max_model_len);
+}
+
+}  // namespace izwi::server

@@ -1,0 +1,12 @@
+#pragma once
+// izwi-server's compiled part, for IZWI_SEPARATE_COMPILATION (see
+// izwi/config.hpp): the stock model loader, once. The CMake target
+// izwi::server_compiled is this translation unit (src/izwi_server.cpp); it
+// links izwi::compiled, which holds the engines the loader instantiates.
+
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#error "izwi/server/src.hpp is for IZWI_SEPARATE_COMPILATION builds"
+#endif
+
+#include "izwi/server/model_loader.hpp"
+#include "izwi/server/impl/model_loader.ipp"

@@ -1,0 +1,3 @@
+// izwi::server_compiled: izwi-server's stock model loader, compiled once
+// (include/izwi/config.hpp, include/izwi/server/src.hpp).
+#include <izwi/server/src.hpp>

@@ -1,0 +1,36 @@
+# The AVX kernel variants' objects must define no inline (weak) function
+# outside their own variant namespace (`..._variant::`): the linker keeps one
+# copy of such a function for the whole program, which could be the copy
+# compiled with AVX instructions, called from the portable path.
+# cmake -DNM=<nm> -DOBJECTS=<objects of izwi_kernels> -P check_variant_symbols.cmake
+set(checked 0)
+foreach(object IN LISTS OBJECTS)
+  get_filename_component(name ${object} NAME)
+  if(NOT name MATCHES "^(avx2|avx512)\\.cpp\\.o(bj)?$")
+    continue()
+  endif()
+  math(EXPR checked "${checked} + 1")
+  execute_process(COMMAND ${NM} -C --defined-only ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "${NM} failed on ${object}")
+  endif()
+  string(REPLACE "\n" ";" lines "${symbols}")
+  set(leaks "")
+  foreach(line IN LISTS lines)
+    # Weak (W/V) and unique (u) symbols are the ones the linker merges.
+    if(line MATCHES "^[0-9a-f]* [WVu] (.*)$")
+      set(symbol "${CMAKE_MATCH_1}")
+      if(NOT symbol MATCHES "_variant::" AND NOT symbol MATCHES "^DW\\.ref\\.")
+        list(APPEND leaks "${symbol}")
+      endif()
+    endif()
+  endforeach()
+  if(leaks)
+    string(REPLACE ";" "\n  " pretty "${leaks}")
+    message(FATAL_ERROR "${name} defines shared inline symbols outside its variant namespace:\n  ${pretty}")
+  endif()
+  message(STATUS "${name}: no shared inline symbols outside its variant namespace")
+endforeach()
+if(checked EQUAL 0)
+  message("SKIPPED: no AVX variant objects in the kernels library")
+endif()
