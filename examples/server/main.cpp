@@ -56,14 +56,20 @@ HTTP:
   --idle-timeout-s N         keep-alive connections idle this long are closed (default 30)
   --shutdown-grace-s N       on SIGINT/SIGTERM, in-flight requests get this long (default 30)
   --no-access-log            no per-request line on stderr
+  --special-tokens-as-text   encode "<|im_end|>" and other special tokens spelled in
+                             prompts and messages as plain text (default: parsed as
+                             control tokens, as vLLM does; a request's
+                             "special_tokens_as_text" overrides)
 
 Engine (per model):
   --threads N                executor threads (default: one per core)
-  --max-queue N              waiting requests before 429 (default 256; 0: no limit)
+  --max-queue N              waiting requests before 429, per model and in the prompt
+                             preparation queue (default 256; 0: no limit)
   --kv-cache-mb N            KV-cache memory (default 1024)
   --max-num-seqs N           sequences per step (default: the scheduler's, 128)
   --max-num-batched-tokens N tokens per step (default: the scheduler's, 2048)
-  --max-model-len N          context limit (default: the model's)
+  --max-model-len N          context limit (default: the model's, clamped to what the
+                             KV cache holds for one request; said at start-up)
   --no-prefix-caching        do not reuse cached prompt prefixes
 
   -h, --help                 this text
@@ -134,12 +140,15 @@ Options parse_args(int argc, char** argv) {
       o.server.limits.idle_timeout = seconds(parse_number<long>(arg, value(), 1, 3600));
     } else if (arg == "--shutdown-grace-s") {
       o.server.shutdown_grace = seconds(parse_number<long>(arg, value(), 0, 3600));
+    } else if (arg == "--special-tokens-as-text") {
+      o.server.special_tokens_as_text = true;
     } else if (arg == "--no-access-log") {
       o.server.access_log = false;
     } else if (arg == "--threads") {
       o.loader.num_threads = parse_number<std::size_t>(arg, value(), 0, 1024);
     } else if (arg == "--max-queue") {
       o.loader.max_waiting_requests = parse_number<std::size_t>(arg, value(), 0, big);
+      o.server.max_queued_preparations = o.loader.max_waiting_requests;  // the prep queue counts too
     } else if (arg == "--kv-cache-mb") {
       o.loader.kv_cache_bytes = parse_number<std::size_t>(arg, value(), 1, 1 << 24) << 20;
     } else if (arg == "--max-num-seqs") {

@@ -14,7 +14,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +27,7 @@
 #include "izwi/core/kv_cache_shape.hpp"
 #include "izwi/core/random.hpp"
 #include "izwi/core/step.hpp"
+#include "izwi/executor/sampler.hpp"
 
 namespace izwi::testing {
 
@@ -38,6 +42,20 @@ struct ToyModelConfig {
   /// Samples of audio emitted per token for Task::tts requests (RTF statistics).
   std::uint32_t audio_samples_per_token = 160;
   std::uint32_t audio_sample_rate = 16000;
+  /// Text of a token: one ASCII letter, or (multibyte_text) one of 1- to
+  /// 4-byte UTF-8 characters, to test that streamed text is cut only between characters.
+  bool multibyte_text = false;
+  /// Fault injection. A request whose prompt holds `throw_token` makes
+  /// execute() throw after the step's K/V writes (as a fault in the middle of
+  /// a forward pass would); one whose prompt holds `nan_token` gets all-NaN
+  /// logits, which the real Sampler refuses.
+  std::optional<TokenId> throw_token;
+  std::optional<TokenId> nan_token;
+  /// The detokenizer throws on this generated token: a fault outside the
+  /// forward pass, in the engine's output processing.
+  std::optional<TokenId> detokenizer_throw_token;
+  /// Reported as vocab_size() (the engine then refuses prompt ids past it).
+  bool report_vocab_size = false;
 };
 
 /// The model's next-token rule on a context: hash of the tokens; when the
@@ -77,10 +95,18 @@ inline std::vector<TokenId> toy_reference(std::vector<TokenId> context, const Sa
   return out;
 }
 
-/// Token t reads as one letter, 'a' + t % 26, so tests can aim stop strings.
+/// Token t reads as one letter, 'a' + t % 26, so tests can aim stop strings;
+/// with `multibyte`, as one of "a", "é", "語", "😀" (t % 4).
 struct ToyDetokenizer {
+  bool multibyte = false;
+  std::optional<TokenId> throw_on;
   char letter[1] = {};
-  std::string_view append(TokenId t) noexcept {
+  std::string_view append(TokenId t) {
+    if (throw_on && t == *throw_on) throw std::runtime_error("toy detokenizer: injected fault");
+    if (multibyte) {
+      static constexpr std::string_view characters[4] = {"a", "\xC3\xA9", "\xE8\xAA\x9E", "\xF0\x9F\x98\x80"};
+      return characters[t % 4];
+    }
     letter[0] = static_cast<char>('a' + t % 26);
     return {letter, 1};
   }
@@ -97,8 +123,11 @@ class ToyExecutor {
     return {config_.num_layers, config_.num_kv_heads, config_.head_dim, DType::f32};
   }
   std::span<const TokenId> eos_token_ids() const { return config_.eos_token_ids; }
-  ToyDetokenizer make_detokenizer() const { return {}; }
+  ToyDetokenizer make_detokenizer() const { return {config_.multibyte_text, config_.detokenizer_throw_token}; }
   std::size_t max_model_len() const { return config_.max_model_len; }
+  std::size_t vocab_size() const {
+    return config_.report_vocab_size ? static_cast<std::size_t>(config_.vocab_size) : std::size_t{1} << 40;
+  }
 
   template <KVCachePolicy K>
   void execute(const StepPlan& plan, K& kv, StepResult& result) {
@@ -127,9 +156,27 @@ class ToyExecutor {
         }
       }
     }
+    for (const ScheduledSequence& seq : plan.sequences)
+      if (prompt_holds(seq, config_.throw_token)) {
+        ++num_faults_thrown_;
+        throw std::runtime_error("toy model: injected fault in the forward pass of request " + std::to_string(seq.id));
+      }
     const std::size_t block_size = kv.block_size();
     for (const ScheduledSequence& seq : plan.sequences) {
       if (!seq.samples) continue;
+      if (prompt_holds(seq, config_.nan_token)) {
+        // The real sampler, on the logits a NaN weight produces.
+        std::vector<float> logits(static_cast<std::size_t>(config_.vocab_size),
+                                  std::numeric_limits<float>::quiet_NaN());
+        SamplingInput input;
+        input.params = seq.sampling;
+        input.rng = seq.rng;
+        const SampledToken sampled = sampler_.sample(logits, input);
+        if (!sampled.ok()) {
+          result.failures.push_back({seq.id, std::string(describe(sampled.error))});
+          continue;
+        }
+      }
       const std::size_t length = seq.num_computed_tokens + seq.num_tokens;
       context_.clear();
       for (std::size_t position = 0; position < length; ++position) {
@@ -174,12 +221,21 @@ class ToyExecutor {
   }
 
   std::uint64_t corrupt_reads() const { return corrupt_reads_; }
+  std::size_t num_faults_thrown() const { return num_faults_thrown_; }
   std::size_t num_steps() const { return num_steps_; }
   std::size_t max_step_tokens() const { return max_step_tokens_; }
   const ToyModelConfig& config() const { return config_; }
 
  private:
+  static bool prompt_holds(const ScheduledSequence& seq, std::optional<TokenId> token) {
+    if (!token) return false;
+    const auto prompt = seq.tokens.first(seq.num_prompt_tokens);
+    return std::find(prompt.begin(), prompt.end(), *token) != prompt.end();
+  }
+
   ToyModelConfig config_;
+  Sampler sampler_;
+  std::size_t num_faults_thrown_ = 0;
   std::vector<TokenId> context_;
   std::uint64_t corrupt_reads_ = 0;
   std::size_t num_steps_ = 0;

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
+#include <string_view>
 #include <map>
 #include <numeric>
 #include <set>
@@ -192,4 +194,60 @@ TEST_CASE("a large vocabulary samples from the right region quickly", "[sampler]
     ++seen[sampler.sample(l, c.input()).token];
   }
   for (const auto& [token, n] : seen) CHECK((token == 1234 || token == 99999));
+}
+
+TEST_CASE("the sampler is total over NaN and infinite logits", "[sampler][nan]") {
+  Sampler sampler;
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (float temperature : {0.0f, 0.7f}) {
+    for (bool logprobs : {false, true}) {
+      INFO("temperature " << temperature << ", logprobs " << logprobs);
+      Case c;
+      c.params.temperature = temperature;
+      c.params.top_p = 0.9f;
+      if (logprobs) c.params.logprobs = 3;
+      std::vector<TokenLogprob> top;
+      // All NaN: before the fix the candidate list was empty and indexed at -1.
+      std::vector<float> all_nan(64, nan);
+      SampledToken out = sampler.sample(all_nan, c.input(), &top);
+      CHECK(out.error == SampleError::non_finite_logits);
+      CHECK(out.token == -1);
+      CHECK(top.empty());
+      CHECK(describe(out.error).find("non-finite logits") != std::string_view::npos);
+      // One NaN or one +infinity among finite logits poisons the row as well.
+      for (float bad : {nan, inf}) {
+        std::vector<float> one_bad(64, 0.5f);
+        one_bad[17] = bad;
+        out = sampler.sample(one_bad, c.input(), &top);
+        CHECK(out.error == SampleError::non_finite_logits);
+        CHECK_FALSE(out.ok());
+      }
+      // Nothing but -infinity: no token has any probability.
+      std::vector<float> all_masked(64, -inf);
+      out = sampler.sample(all_masked, c.input(), &top);
+      CHECK(out.error == SampleError::no_candidate);
+      CHECK(top.empty());
+      // -infinity beside finite logits is ordinary masking.
+      std::vector<float> masked(64, -inf);
+      masked[5] = 1.0f;
+      out = sampler.sample(masked, c.input(), &top);
+      CHECK(out.ok());
+      CHECK(out.token == 5);
+    }
+  }
+  // min_tokens masking the only finite token leaves nothing to sample.
+  Case c;
+  c.params.min_tokens = 3;
+  c.eos = {2};
+  std::vector<float> only_eos(8, -inf);
+  only_eos[2] = 4.0f;
+  CHECK(sampler.sample(only_eos, c.input()).error == SampleError::no_candidate);
+  // A temperature small enough to overflow the scaled logits is greedy in the limit.
+  Case tiny;
+  tiny.params.temperature = 1e-38f;
+  std::vector<float> logits{0.0f, 30.0f, 10.0f, -2.0f};  // x 1e38 overflows float
+  const SampledToken out = sampler.sample(logits, tiny.input());
+  CHECK(out.ok());
+  CHECK(out.token == 1);
 }

@@ -377,3 +377,41 @@ TEST_CASE("gguf qwen3: metadata written from a config reads back as the same con
   vocab.token_types.pop_back();
   CHECK(contains(message_of<izwi::error>([&] { add_qwen3_metadata(w, config, vocab, GgufFileType::all_f32); }), "7 token types for 8"));
 }
+
+TEST_CASE("gguf qwen3: hyper-parameters are validated like config.json's", "[io][gguf][qwen3]") {
+  TransformerConfig config;
+  config.model_type = "qwen3";
+  config.hidden_size = 64;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 1;
+  config.head_dim = 32;
+  config.intermediate_size = 128;
+  config.vocab_size = 2;
+  GgufVocabulary vocab;
+  vocab.tokens = {"a", "b"};
+  vocab.token_types = {GgufTokenType::normal, GgufTokenType::normal};
+  auto message_with = [&](const std::string& key, GgufValue value) {
+    GgufWriter w;
+    add_qwen3_metadata(w, config, vocab, GgufFileType::all_f32);
+    w.set(key, std::move(value));
+    return message_of<format_error>([&] { qwen3_config_from_gguf(GgufFile::from_bytes(w.serialize(), "bad.gguf")); });
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {0.0f, -1.0f, nan, inf}) {
+    INFO(bad);
+    const std::string theta = message_with("qwen3.rope.freq_base", GgufValue::f32(bad));
+    CHECK(contains(theta, "bad.gguf"));
+    CHECK(contains(theta, "'qwen3.rope.freq_base': must be positive"));
+    CHECK(contains(message_with("qwen3.attention.layer_norm_rms_epsilon", GgufValue::f32(bad)),
+                   "'qwen3.attention.layer_norm_rms_epsilon': must be positive"));
+  }
+  CHECK(contains(message_with("qwen3.attention.head_count", GgufValue::u32(0)), "head_count"));
+  CHECK(contains(message_with("qwen3.attention.head_count_kv", GgufValue::u32(3)), "does not divide"));
+  CHECK(contains(message_with("qwen3.block_count", GgufValue::u32(0)), "'qwen3.block_count': must be positive"));
+  CHECK(contains(message_with("qwen3.attention.key_length", GgufValue::u32(0)), "key_length"));
+  // The untouched metadata reads back.
+  GgufWriter good;
+  add_qwen3_metadata(good, config, vocab, GgufFileType::all_f32);
+  CHECK(qwen3_config_from_gguf(GgufFile::from_bytes(good.serialize(), "good.gguf")).rope_theta > 0);
+}

@@ -6,8 +6,11 @@
 // token ids exactly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "izwi/engine/engine.hpp"
@@ -18,6 +21,8 @@
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "izwi/stock_engines.hpp"
+#include "izwi/core/detail/utf8.hpp"
+#include "izwi/tokenizer/detokenizer.hpp"
 #include "models/random_qwen3.hpp"
 
 using namespace izwi;
@@ -216,4 +221,110 @@ TEST_CASE("the unified-memory cache serves Qwen3 like the paged one", "[qwen3][u
   Engine unified(PriorityScheduler(), std::move(kv), std::move(executor));
   CHECK(unified.generate(r).token_ids == expected.token_ids);
   CHECK(unified.kv_cache().stats().num_used_blocks == 0);
+}
+
+namespace {
+
+bool valid_utf8(std::string_view s) { return izwi::detail::utf8_first_invalid(s) == std::string_view::npos; }
+
+/// The `count` code points of `text` from the code point at `first`.
+std::string code_points(std::string_view text, std::size_t first, std::size_t count) {
+  std::size_t begin = std::string_view::npos, seen = 0, i = 0;
+  for (; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0u) == 0x80u) continue;
+    if (seen == first) begin = i;
+    if (seen == first + count) break;
+    ++seen;
+  }
+  return begin == std::string_view::npos ? std::string() : std::string(text.substr(begin, i - begin));
+}
+
+}  // namespace
+
+TEST_CASE("streamed text equals the complete text with stop strings over split UTF-8", "[qwen3][properties][utf8]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  auto engine = make_engine();
+  const tokenizer::BpeTokenizer& tokenizer = *engine.executor().model().tokenizer();
+  engine.run();
+  std::size_t non_ascii_stops = 0, ended_mid_character = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    INFO("seed " << seed);
+    Request r;
+    r.prompt_tokens = prompt_of(6, static_cast<std::uint32_t>(seed));
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.sampling.max_tokens = 24;
+    r.sampling.ignore_eos = true;
+    // Free run: the text the stop strings are cut from, and the flush check.
+    const RequestOutput free_run = engine.generate(r);
+    CHECK(valid_utf8(free_run.text));
+    // The detokenizer's flush() at the end: all the bytes come out, a
+    // trailing partial character as U+FFFD, exactly as a full decode.
+    CHECK(free_run.text == tokenizer.decode(free_run.token_ids));
+    // The same request cut where its last token leaves a character unfinished:
+    // before the fix those bytes were dropped; now they are U+FFFD, as in a full decode.
+    tokenizer::IncrementalDetokenizer probe(tokenizer);
+    for (std::size_t k = 0; k < free_run.token_ids.size(); ++k) {
+      probe.append(free_run.token_ids[k]);
+      if (probe.pending_bytes() == 0) continue;
+      Request cut = r;
+      cut.sampling.max_tokens = static_cast<std::uint32_t>(k + 1);
+      const RequestOutput out = engine.generate(cut);
+      const std::vector<TokenId> ids(free_run.token_ids.begin(), free_run.token_ids.begin() + static_cast<std::ptrdiff_t>(k + 1));
+      CHECK(out.token_ids == ids);
+      CHECK(out.text == tokenizer.decode(ids));
+      CHECK(out.text.ends_with("\xEF\xBF\xBD"));
+      ++ended_mid_character;
+      break;
+    }
+
+    // A stop string from the middle of the text (even seeds) or none that
+    // matches; both hold back up to 15 bytes, so releases fall inside characters.
+    r.sampling.stop = {"\xE2\x80\x94 never \xE2\x80\x94"};
+    const std::string middle = code_points(free_run.text, 8, 3);
+    if (seed % 2 == 0 && !middle.empty()) {
+      r.sampling.stop.push_back(middle);
+      if (!std::all_of(middle.begin(), middle.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+        ++non_ascii_stops;
+    }
+    const RequestOutput whole = engine.generate(r);
+    ResponseStream stream = engine.generate_streaming(r);
+    std::string streamed;
+    while (auto chunk = stream.next()) {
+      CHECK(valid_utf8(chunk->text));  // before the fix: cut at a byte offset
+      streamed += chunk->text;
+    }
+    CHECK(streamed == whole.text);
+    if (r.sampling.stop.size() == 2) {
+      CHECK(whole.finish_reason == FinishReason::stop);
+      CHECK(free_run.text.starts_with(whole.text));
+    }
+  }
+  engine.stop();
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
+  // The random model's output really is multilingual and split: say so when it is not.
+  if (non_ascii_stops == 0) WARN("no stop string held a non-ASCII character this run");
+  if (ended_mid_character == 0) WARN("no request ended inside a character this run: the flush went unchecked");
+}
+
+TEST_CASE("the embedding gather refuses token ids outside the table", "[qwen3][executor]") {
+  // Checked before the gather (whose own check is only an assert): the
+  // engine's barrier then fails that request instead of reading past the table.
+  detail::ThreadPool pool(1);
+  detail::CpuOps ops(pool);
+  const std::vector<float> table{0, 1, 10, 11, 20, 21, 30, 31};  // 4 rows of 2
+  const kernels::cpu::WeightMatrix matrix{DType::f32, 4, 2, table.data()};
+  std::vector<float> out(4);
+  for (const std::vector<TokenId>& bad : {std::vector<TokenId>{1, 4}, std::vector<TokenId>{-1}}) {
+    try {
+      ops.embed(matrix, bad, out.data());
+      FAIL("token id " << bad.back() << " was gathered");
+    } catch (const invalid_argument& e) {
+      CHECK(std::string(e.what()).find("token id " + std::to_string(bad.back()) + " is outside the embedding table (4 rows)") !=
+            std::string::npos);
+    }
+  }
+  const std::vector<TokenId> good{3, 0};
+  ops.embed(matrix, good, out.data());
+  CHECK(out == std::vector<float>{30, 31, 0, 1});
 }

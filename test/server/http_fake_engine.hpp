@@ -5,6 +5,7 @@
 // hold a stream open long enough to hang up in the middle of it.
 
 #include <chrono>
+#include <optional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -39,6 +40,12 @@ struct FakeEngineOptions {
   std::size_t max_waiting_requests = 0;
   std::size_t max_num_seqs = 128;
   std::vector<Task> tasks{Task::chat};
+  /// Fault injection (ToyModelConfig): a prompt holding this byte makes the
+  /// forward pass throw / gives NaN logits.
+  std::optional<TokenId> throw_token;
+  std::optional<TokenId> nan_token;
+  /// ModelInfo::max_token_bytes (0: unknown).
+  std::size_t max_token_bytes = 0;
 };
 
 class FakeEngine final : public server::AnyEngine {
@@ -48,6 +55,8 @@ class FakeEngine final : public server::AnyEngine {
   explicit FakeEngine(FakeEngineOptions options = {}) {
     ToyModelConfig model;
     model.max_model_len = options.max_model_len;
+    model.throw_token = options.throw_token;
+    model.nan_token = options.nan_token;
     SlowToyExecutor executor(model, options.step_delay);
     ToyKV kv(executor.kv_cache_shape(), {.num_blocks = options.num_blocks});
     SchedulerConfig scheduler;
@@ -60,13 +69,28 @@ class FakeEngine final : public server::AnyEngine {
     info_.tasks = options.tasks;
     info_.created = 1700000000;
     info_.max_model_len = options.max_model_len;
+    info_.max_token_bytes = options.max_token_bytes;
     info_.description = "toy model";
     engine_->run();
   }
   ~FakeEngine() override { shutdown(std::chrono::steady_clock::now()); }
 
   const server::ModelInfo& info() const noexcept override { return info_; }
+  /// One token per byte, except that "<|im_end|>" is the special token 999.
   std::vector<TokenId> encode(std::string_view text) const override {
+    std::vector<TokenId> out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text.substr(i, 10) == "<|im_end|>") {
+        out.push_back(999);
+        i += 9;
+      } else {
+        out.push_back(static_cast<TokenId>(static_cast<unsigned char>(text[i])));
+      }
+    }
+    return out;
+  }
+  /// One token per byte: "<|im_end|>" is ten tokens of text.
+  std::vector<TokenId> encode_as_text(std::string_view text) const override {
     std::vector<TokenId> out;
     for (unsigned char c : text) out.push_back(static_cast<TokenId>(c));
     return out;

@@ -571,8 +571,34 @@ TEST_CASE("sanitize_utf8 replaces invalid sequences only", "[server][openai]") {
   CHECK(sanitize_utf8("plain") == "plain");
   CHECK(sanitize_utf8("caf\xC3\xA9") == "caf\xC3\xA9");
   CHECK(sanitize_utf8("a\xFF" "b") == "a\xEF\xBF\xBD" "b");
-  CHECK(sanitize_utf8("\xE2\x9C") == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  // The detokenizer's policy (Unicode's "maximal subpart", what Python's
+  // errors="replace" does): a truncated sequence is one U+FFFD, not one per byte.
+  CHECK(sanitize_utf8("\xE2\x9C") == "\xEF\xBF\xBD");
+  CHECK(sanitize_utf8("\xE2\x9C" "a\xED\xA0\x80") == "\xEF\xBF\xBD" "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   // Builders never emit invalid UTF-8, whatever the caller hands them.
   const std::string body = json::serialize(completion_chunk_json(meta("cmpl-"), "\xF0\x9F"));
-  CHECK(json::parse(body).at("choices").at(0).at("text") == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(json::parse(body).at("choices").at(0).at("text") == "\xEF\xBF\xBD");
+}
+
+TEST_CASE("stop sequences and stop_token_ids are capped, the cap named", "[server][openai]") {
+  auto ids = [](std::size_t n) {
+    std::string list;
+    for (std::size_t i = 0; i < n; ++i) list += (i ? "," : "") + std::to_string(i);
+    return "[" + list + "]";
+  };
+  const ApiError too_many = chat_error(chat_body(R"("stop_token_ids":)" + ids(257)));
+  CHECK(too_many.status == 400);
+  CHECK(too_many.param == std::optional<std::string>("stop_token_ids"));
+  CHECK_THAT(too_many.what(), Catch::Contains("at most 256 ids, got 257"));
+  CHECK(parse_chat_completion_request(chat_body(R"("stop_token_ids":)" + ids(256))).sampling.stop_token_ids.size() ==
+        256u);
+
+  const std::string long_stop(1025, 'x');
+  const ApiError too_long = chat_error(chat_body(R"("stop":["ok",")" + long_stop + R"("])"));
+  CHECK(too_long.status == 400);
+  CHECK(too_long.param == std::optional<std::string>("stop[1]"));
+  CHECK_THAT(too_long.what(), Catch::Contains("at most 1024 bytes, got 1025"));
+  CHECK(chat_error(chat_body(R"("stop":")" + long_stop + R"(")")).param == std::optional<std::string>("stop"));
+  CHECK(parse_chat_completion_request(chat_body(R"("stop":")" + long_stop.substr(1) + R"(")")).sampling.stop.size() ==
+        1u);
 }

@@ -2,14 +2,20 @@
 // metrics) and the stock CPU loader on a real random-weight Qwen3 checkpoint.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <future>
 #include <latch>
 #include <set>
 #include <thread>
 
+#include "izwi/io/gguf.hpp"
+#include "izwi/io/safetensors.hpp"
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "models/random_qwen3.hpp"
@@ -301,4 +307,190 @@ TEST_CASE("state() tells a loading model from an unknown one", "[server][registr
   release.count_down();
   done.get();
   CHECK(registry.state("slow") == ModelState::loaded);
+}
+
+// --- crafted files: each loader refuses a corrupt checkpoint with a message ---
+
+namespace {
+
+/// A small random Qwen3 with the real tokenizer (hidden 64, one layer), made
+/// afresh in `name`: the tests below corrupt it.
+std::filesystem::path small_qwen3(const std::string& name) {
+  const auto dir = std::filesystem::current_path() / ("crafted-" + name);
+  std::filesystem::remove_all(dir);
+  const std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + dir.string() + " --tokenizer " +
+                              testing::qwen3_tokenizer_json().string() +
+                              " --hidden 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --intermediate 128"
+                              " --gguf-type f32 --seed 3 > /dev/null";
+  REQUIRE(std::system(command.c_str()) == 0);
+  return dir;
+}
+
+/// Writes a NaN over element 3 of an f32 tensor, at `offset` bytes into `file`.
+void write_nan_at(const std::filesystem::path& file, std::uint64_t offset) {
+  std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);
+  out.seekp(static_cast<std::streamoff>(offset + 3 * sizeof(float)));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  out.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+  REQUIRE(out.good());
+}
+
+std::uint64_t safetensors_offset(const std::filesystem::path& file, const std::string& tensor) {
+  std::uint64_t header = 0;
+  std::ifstream(file, std::ios::binary).read(reinterpret_cast<char*>(&header), 8);
+  const io::SafetensorsFile st = io::SafetensorsFile::open(file);
+  REQUIRE(st.at(tensor).dtype == DType::f32);
+  return 8 + header + st.at(tensor).data_begin;
+}
+
+std::uint64_t gguf_offset(const std::filesystem::path& file, const std::string& tensor) {
+  const io::GgufFile gguf = io::GgufFile::open(file);
+  REQUIRE(gguf.tensor(tensor).type == io::GgmlType::f32);
+  return gguf.data_offset() + gguf.tensor(tensor).offset;
+}
+
+/// Replaces the f32 value that follows metadata key `key` in a GGUF file.
+void patch_gguf_f32(const std::filesystem::path& file, const std::string& key, float value) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const std::size_t at = bytes.find(key);
+  REQUIRE(at != std::string::npos);
+  std::uint32_t type = 0;
+  std::memcpy(&type, bytes.data() + at + key.size(), 4);
+  REQUIRE(type == 6);  // GGUF float32
+  std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);
+  out.seekp(static_cast<std::streamoff>(at + key.size() + 4));
+  out.write(reinterpret_cast<const char*>(&value), sizeof value);
+  REQUIRE(out.good());
+}
+
+/// tokenizer.json with `extra` more added tokens than the real one (ids from 151936 up).
+void grow_tokenizer(const std::filesystem::path& tokenizer_json, int extra) {
+  std::ifstream in(tokenizer_json, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  const std::size_t at = text.find("\"added_tokens\"");
+  REQUIRE(at != std::string::npos);
+  const std::size_t open = text.find('[', at);
+  std::string added;
+  for (int i = 0; i < extra; ++i)
+    added += "{\"id\":" + std::to_string(151936 + i) + ",\"content\":\"<|extra_" + std::to_string(i) +
+             "|>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true},";
+  text.insert(open + 1, added);
+  std::ofstream(tokenizer_json, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::string load_error(const std::filesystem::path& path) {
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  settings.kv_cache_bytes = 8u << 20;
+  try {
+    load_cpu_model("crafted", path, settings);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
+}  // namespace
+
+TEST_CASE("crafted files: NaN weights are refused at load, naming the tensor", "[server][loader][crafted]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const auto dir = small_qwen3("nan");
+  CHECK(load_error(dir) == "loaded");
+  CHECK(load_error(dir / "model.gguf") == "loaded");
+  write_nan_at(dir / "model.safetensors", safetensors_offset(dir / "model.safetensors", "model.layers.0.input_layernorm.weight"));
+  write_nan_at(dir / "model.gguf", gguf_offset(dir / "model.gguf", "output_norm.weight"));
+  const std::string safetensors = load_error(dir);
+  INFO(safetensors);
+  CHECK(safetensors.find("'model.layers.0.input_layernorm.weight' holds a non-finite value") != std::string::npos);
+  const std::string gguf = load_error(dir / "model.gguf");
+  INFO(gguf);
+  CHECK(gguf.find("model.gguf") != std::string::npos);
+  CHECK(gguf.find("'model.norm.weight' holds a non-finite value") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("crafted files: bad hyper-parameters are refused in both formats", "[server][loader][crafted]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const auto dir = small_qwen3("hparams");
+  for (float bad : {0.0f, -1.0f}) {
+    patch_gguf_f32(dir / "model.gguf", "qwen3.rope.freq_base", bad);
+    CHECK(load_error(dir / "model.gguf").find("'qwen3.rope.freq_base': must be positive") != std::string::npos);
+    patch_gguf_f32(dir / "model.gguf", "qwen3.rope.freq_base", 1e6f);
+    patch_gguf_f32(dir / "model.gguf", "qwen3.attention.layer_norm_rms_epsilon", bad);
+    CHECK(load_error(dir / "model.gguf").find("'qwen3.attention.layer_norm_rms_epsilon': must be positive") !=
+          std::string::npos);
+    patch_gguf_f32(dir / "model.gguf", "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+  }
+  CHECK(load_error(dir / "model.gguf") == "loaded");
+  // config.json: the same checks, already there; one case keeps them honest.
+  std::ifstream in(dir / "config.json");
+  std::string config((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  const std::size_t at = config.find("\"rms_norm_eps\": 1e-06");
+  REQUIRE(at != std::string::npos);
+  config.replace(at, 21, "\"rms_norm_eps\": -1");
+  std::ofstream(dir / "config.json", std::ios::trunc) << config;
+  CHECK(load_error(dir).find("rms_norm_eps") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("crafted files: a tokenizer larger than the embedding table is refused; the registry stays up",
+          "[server][loader][crafted]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const auto dir = small_qwen3("vocab");
+  grow_tokenizer(dir / "tokenizer.json", 70);  // ids up to 152005, past the 151936 rows
+  for (const auto& path : {dir, dir / "model.gguf"}) {
+    const std::string message = load_error(path);
+    INFO(message);
+    CHECK(message.find("tokenizer.json has 152006 tokens but the model's embedding table has 151936 rows") !=
+          std::string::npos);
+  }
+  // Through the registry: the failure is reported, and the server's registry keeps serving.
+  ModelRegistry registry(cpu_model_loader({.num_threads = 1, .kv_cache_bytes = 8u << 20}));
+  Outcome bad;
+  registry.load_path(dir / "model.gguf", "bad", bad.callback());
+  const auto failure = bad.get();
+  REQUIRE(failure.has_value());
+  CHECK(std::string(failure->what()).find("embedding table") != std::string::npos);
+  std::filesystem::copy_file(testing::qwen3_tokenizer_json(), dir / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  Outcome good;
+  registry.load_path(dir / "model.gguf", "good", good.callback());
+  CHECK_FALSE(good.get().has_value());
+  CHECK(registry.find("good") != nullptr);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the served context is clamped to what the KV cache holds, and said", "[server][loader]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const auto dir = testing::random_qwen3();
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  settings.kv_cache_bytes = 4u << 20;  // 4 MiB of f16 K/V: 4 layers x 2 KV heads x 64 x 2 x 2 B = 2 KiB a token
+  auto model = load_cpu_model("small-cache", dir, settings);
+  const std::size_t limit = model->info().max_model_len;
+  CHECK(limit > 0);
+  CHECK(limit <= 2048u);
+  CHECK(model->info().description.find("clamped from 40960") != std::string::npos);
+  CHECK(model->info().description.find("the KV cache holds " + std::to_string(limit) + " tokens") != std::string::npos);
+  CHECK(model->info().max_token_bytes == 128u);  // Qwen3's longest token: 128 spaces
+  // Special tokens spelled in text: the control token by default (vLLM), plain text on request.
+  const TokenId im_end = 151645;
+  const std::vector<TokenId> parsed = model->encode("hi<|im_end|>");
+  const std::vector<TokenId> plain = model->encode_as_text("hi<|im_end|>");
+  CHECK(std::count(parsed.begin(), parsed.end(), im_end) == 1);
+  CHECK(std::count(plain.begin(), plain.end(), im_end) == 0);
+  CHECK(plain.size() > parsed.size());
+  // A prompt at the limit is refused at submission, naming the limit, before any block is taken.
+  Request request;
+  request.prompt_tokens.assign(limit, 9707);
+  try {
+    model->submit(std::move(request));
+    FAIL("an over-long prompt was accepted");
+  } catch (const izwi::invalid_argument& e) {
+    CHECK(std::string(e.what()).find(std::to_string(limit)) != std::string::npos);
+  }
+  model->shutdown(std::chrono::steady_clock::now() + 1s);
 }

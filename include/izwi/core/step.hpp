@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "izwi/core/ids.hpp"
@@ -98,9 +99,20 @@ struct SequenceOutput {
   std::uint32_t audio_count = 0;
 };
 
+/// A sequence the executor could not produce a token for this step (its
+/// logits were NaN or infinite, say). The engine ends it with
+/// FinishReason::error and `message`; the rest of the batch is unaffected.
+struct SequenceFailure {
+  RequestId id = 0;
+  std::string message;
+};
+
 struct StepResult {
-  /// One entry per ScheduledSequence with samples == true, in plan order.
+  /// One entry per ScheduledSequence with samples == true, in plan order,
+  /// except those listed in `failures`.
   std::vector<SequenceOutput> outputs;
+  /// Sequences of this step that failed (rare: allocates only then).
+  std::vector<SequenceFailure> failures;
   std::vector<TokenLogprob> top_logprobs;
   std::vector<float> audio;
   /// Sample rate of `audio` (0 when the model produces no audio).
@@ -108,6 +120,7 @@ struct StepResult {
 
   void clear() noexcept {
     outputs.clear();
+    failures.clear();
     top_logprobs.clear();
     audio.clear();
   }

@@ -26,6 +26,8 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -89,7 +91,12 @@ class Engine {
 
   /// One engine step. Returns the chunks of requests queued with
   /// add_request (valid until the next step). Thread-safe, but steps run one
-  /// at a time.
+  /// at a time. Never throws: an exception inside the step (allocation
+  /// failure, a model bug) ends only the requests it concerns, with
+  /// FinishReason::error and the exception's message (StreamChunk::error),
+  /// frees their KV blocks and is counted in metrics(). When a batched forward
+  /// pass throws, each sequence is retried alone, so the others continue
+  /// exactly as if the faulty request had not been there.
   std::span<const StreamChunk> step();
   /// True while some request is unfinished (queued, waiting or running).
   bool has_unfinished_requests() const;
@@ -108,6 +115,8 @@ class Engine {
   /// metrics() in the Prometheus text format.
   std::string metrics_text() const { return to_prometheus_text(metrics(), config_.model_name); }
   const EngineConfig& config() const noexcept { return config_; }
+  /// The context limit requests are checked against (prompt plus output); 0: unlimited.
+  std::size_t max_model_len() const noexcept { return max_model_len_; }
 
   /// The policies, for inspection when nothing is stepping (tests, tools).
   const Scheduler& scheduler() const noexcept { return scheduler_; }
@@ -122,6 +131,13 @@ class Engine {
                    std::shared_ptr<detail::CompletionSlot> waiter);
   void validate(Request& request) const;
   std::span<const StreamChunk> step_locked();
+  void step_body();
+  void execute_isolating_faults(const StepPlan& plan);
+  void execute_alone(const ScheduledSequence& seq, const StepPlan& plan);
+  void recover_from_fault(std::string_view what);
+  void reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now);
+  void fail_request(RequestId id, std::string message, TimePoint now);
+  void log_error(std::string_view message) const;
   void apply_commands();
   void admit(detail::EngineCommand& command);
   void process_outputs(const StepPlan& plan, TimePoint now);
@@ -145,6 +161,12 @@ class Engine {
   std::vector<StreamChunk> polled_chunks_;
   std::vector<RequestId> finished_this_step_;
   std::size_t last_plan_tokens_ = 0;
+  // The fault path (exception barrier): the current plan's ids, the
+  // generators as they were before execute, and a one-sequence plan for retries.
+  std::vector<RequestId> plan_ids_;
+  std::vector<SequenceRng> rng_snapshot_;
+  StepPlan single_plan_;
+  StepResult single_result_;
 
   // Shared with other threads.
   std::shared_ptr<detail::EngineMailbox> mailbox_ = std::make_shared<detail::EngineMailbox>();

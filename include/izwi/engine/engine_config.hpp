@@ -22,6 +22,9 @@ struct EngineConfig {
   /// How long the run() loop sleeps when idle before looking again; any new
   /// request, abort or drained stream wakes it at once.
   std::chrono::milliseconds idle_poll{100};
+  /// Writes one line to stderr for each request that ends with an error
+  /// (an exception in a step, non-finite logits): the operator's record of why.
+  bool log_errors = true;
 };
 
 }  // namespace izwi

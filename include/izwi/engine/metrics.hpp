@@ -11,6 +11,8 @@
 //   izwi:num_preemptions_total                counter
 //   izwi:prefix_cache_queries_total / _hits_total   counters, in tokens
 //   izwi:request_success_total{finished_reason}     counter (stop, length, abort, error)
+//   izwi:engine_faults_total                  counter, exceptions the step loop caught (izwi's own)
+//   izwi:request_errors_total                 counter, requests a fault ended with "error" (izwi's own)
 //   izwi:time_to_first_token_seconds          histogram
 //   izwi:inter_token_latency_seconds          histogram
 //   izwi:e2e_request_latency_seconds          histogram
@@ -86,6 +88,10 @@ struct EngineMetrics {
   std::uint64_t num_preemptions = 0;
   std::uint64_t prefix_cache_queries = 0;
   std::uint64_t prefix_cache_hits = 0;
+  /// Exceptions thrown inside an engine step and caught by its barrier, and
+  /// the requests those faults (or non-finite logits) ended with an error.
+  std::uint64_t num_engine_faults = 0;
+  std::uint64_t num_request_errors = 0;
   /// Finished requests, indexed by FinishReason.
   std::array<std::uint64_t, 4> finished_requests{};
 

@@ -57,6 +57,9 @@ struct StreamChunk {
   std::optional<FinishReason> finish_reason;
   /// Set on the last chunk.
   std::optional<RequestStats> stats;
+  /// On the last chunk of a request that ended with FinishReason::error: why
+  /// (the engine's fault message, e.g. "the model produced non-finite logits").
+  std::string error;
 
   bool finished() const noexcept { return finish_reason.has_value(); }
 };
@@ -73,6 +76,8 @@ struct RequestOutput {
   /// The stop token id or stop string that ended the request, when one did.
   std::optional<TokenId> stop_token;
   std::optional<std::string> stop_string;
+  /// Why the request ended with FinishReason::error; empty otherwise.
+  std::string error;
   RequestStats stats;
 };
 

@@ -52,6 +52,8 @@ class ModelDetokenizer {
     if (tokenizer) inner_.emplace(*tokenizer);
   }
   std::string_view append(TokenId id) { return inner_ ? inner_->append(id) : std::string_view{}; }
+  /// End of the request: bytes of an unfinished character, as U+FFFD.
+  std::string_view flush() { return inner_ ? inner_->flush() : std::string_view{}; }
 
  private:
   std::optional<tokenizer::IncrementalDetokenizer> inner_;
@@ -75,6 +77,8 @@ class CpuExecutor {
   std::size_t max_model_len() const { return model_.config().max_position_embeddings; }
   ModelDetokenizer make_detokenizer() const { return ModelDetokenizer(model_.tokenizer()); }
   const Model& model() const noexcept { return model_; }
+  /// Rows of the embedding table: token ids at or past it are refused.
+  std::size_t vocab_size() const noexcept { return model_.vocab_size(); }
   std::size_t num_threads() const noexcept { return pool_->size(); }
 
   /// One engine step: one forward pass over every scheduled token, then one

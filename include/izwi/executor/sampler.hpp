@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,10 +38,28 @@ struct SamplingInput {
   SequenceRng* rng = nullptr;
 };
 
+/// Why the sampler could not choose a token.
+enum class SampleError : std::uint8_t {
+  none,
+  /// Some logit is NaN or +infinity: the forward pass is broken (a NaN
+  /// weight, bad hyper-parameters). Sampling from it would return garbage
+  /// that looks like an answer, so the request fails instead.
+  non_finite_logits,
+  /// Every token's logit is -infinity: no token has any probability.
+  no_candidate,
+};
+
+/// A sentence naming the problem, for the request's error message.
+std::string_view describe(SampleError error) noexcept;
+
 struct SampledToken {
+  /// -1 when error != none.
   TokenId token = -1;
   /// Log-probability of `token` under the raw logits (when logprobs were asked for).
   float logprob = 0.0f;
+  SampleError error = SampleError::none;
+
+  bool ok() const noexcept { return error == SampleError::none; }
 };
 
 class Sampler {
@@ -48,6 +67,10 @@ class Sampler {
   /// Samples from `logits` (one entry per vocabulary id), which it modifies in
   /// place. When the request asks for logprobs, appends its top-N raw
   /// log-probabilities to `top_logprobs` (most likely first).
+  /// Total over every input: NaN or +infinity anywhere in the logits, or
+  /// nothing but -infinity, returns an error (token -1, nothing appended)
+  /// rather than indexing an empty candidate list or sampling garbage. The
+  /// check is one pass over the row, small beside the lm_head product that made it.
   SampledToken sample(std::span<float> logits, const SamplingInput& input,
                       std::vector<TokenLogprob>* top_logprobs = nullptr);
 

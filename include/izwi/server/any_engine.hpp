@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/engine/stream.hpp"
@@ -45,6 +46,10 @@ struct ModelInfo {
   std::vector<Task> tasks;
   /// Prompt plus output tokens.
   std::size_t max_model_len = 0;
+  /// Bytes of the longest token text in the vocabulary (0: unknown). A prompt
+  /// text longer than max_model_len times this cannot fit, whatever its
+  /// tokens, so the server refuses it before tokenizing.
+  std::size_t max_token_bytes = 0;
   /// Random weights (the README's demo checkpoint): said in logs and listings.
   bool untrained = false;
   /// Architecture and size in words, for logs.
@@ -74,6 +79,14 @@ class AnyEngine {
   // --- text ---
   /// The model's tokenizer. Throws izwi::invalid_argument when it has none.
   virtual std::vector<TokenId> encode(std::string_view text) const = 0;
+  /// As encode(), but text that spells a special token ("<|im_end|>") is
+  /// encoded as plain text (Hugging Face's split_special_tokens). The default
+  /// refuses (izwi::invalid_argument) for models that cannot.
+  virtual std::vector<TokenId> encode_as_text(std::string_view text) const {
+    (void)text;
+    throw invalid_argument("special_tokens_as_text", "model '" + info().id +
+                                                         "' cannot encode special tokens as plain text");
+  }
   /// The model's chat template applied to messages.
   virtual std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
                                   const tokenizer::ChatTemplateOptions& options) const = 0;
@@ -109,6 +122,7 @@ class EngineModel final : public AnyEngine {
 
   const ModelInfo& info() const noexcept override { return info_; }
   std::vector<TokenId> encode(std::string_view text) const override;
+  std::vector<TokenId> encode_as_text(std::string_view text) const override;
   std::string render_chat(std::span<const tokenizer::ChatMessage> messages,
                           const tokenizer::ChatTemplateOptions& options) const override;
   std::string token_bytes(TokenId id) const override;

@@ -71,6 +71,11 @@ struct ChatCompletionRequest {
   std::optional<std::string> user;
   /// chat_template_kwargs.enable_thinking (vLLM's extension; Qwen3's switch).
   bool enable_thinking = true;
+  /// "special_tokens_as_text" (izwi's extension): true encodes text in the
+  /// messages that spells a special token ("<|im_end|>") as plain text; false
+  /// parses it as the control token, as vLLM does. Unset: the server's default
+  /// (ServerConfig::special_tokens_as_text).
+  std::optional<bool> special_tokens_as_text;
   /// Options for AnyEngine::render_chat: add_generation_prompt and enable_thinking.
   tokenizer::ChatTemplateOptions template_options() const;
 };
@@ -86,6 +91,8 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   std::optional<std::string> user;
+  /// As in ChatCompletionRequest, for a text prompt.
+  std::optional<bool> special_tokens_as_text;
 };
 
 /// Parses a JSON request body that must be an object. 400 when it is not

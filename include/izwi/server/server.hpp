@@ -77,6 +77,14 @@ struct ServerConfig {
   /// Threads that parse generation requests and tokenize their prompts (work
   /// too slow for an I/O thread with a large body).
   std::size_t prep_threads = 2;
+  /// Text in a request that spells a special token ("<|im_end|>"): false
+  /// parses it as the control token, as vLLM does (the default); true encodes
+  /// it as plain text, so a client cannot forge the chat template's
+  /// structure. A request's "special_tokens_as_text" overrides this.
+  bool special_tokens_as_text = false;
+  /// Generation requests waiting for a preparation thread beyond this get
+  /// 429; 0: no limit. izwi-server sets it from --max-queue.
+  std::size_t max_queued_preparations = 256;
   http::Limits limits;
   /// On shutdown, in-flight requests get this long to finish before they are aborted.
   std::chrono::milliseconds shutdown_grace{30'000};
@@ -209,6 +217,7 @@ class Server final : private http::SessionHost {
   std::atomic<bool> draining_{false};
   std::atomic<bool> started_{false};
   std::atomic<std::int64_t> in_flight_{0};
+  std::atomic<std::size_t> preparing_{0};  // generation requests posted to prep_pool_, not yet prepared
   unsigned short port_ = 0;
 
   std::mutex sessions_mutex_;

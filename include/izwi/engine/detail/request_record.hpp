@@ -24,7 +24,19 @@ namespace izwi::detail {
 /// Stand-in for executors that do not detokenize: produces no text.
 struct NoDetokenizer {
   std::string_view append(TokenId) noexcept { return {}; }
+  std::string_view flush() noexcept { return {}; }
 };
+
+/// The largest offset <= `at` that starts a UTF-8 character of `text` (or is
+/// its end). Text held back for a possible stop string is released only up
+/// to such a boundary, so no chunk ends inside a character: the detokenizer
+/// already produced valid UTF-8, and a chunk cut mid-character would be
+/// "repaired" into U+FFFD by whoever reads it.
+inline std::size_t utf8_boundary_at_or_before(std::string_view text, std::size_t at) noexcept {
+  if (at >= text.size()) return text.size();
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0u) == 0x80u) --at;
+  return at;
+}
 
 template <class E>
 struct detokenizer_of_impl {
@@ -90,6 +102,9 @@ struct RequestRecord {
   std::uint32_t audio_sample_rate = 0;
   std::optional<TokenId> stop_token;
   std::optional<std::string> stop_string;
+  /// Why the request ended with FinishReason::error (an engine fault, a
+  /// non-finite forward pass); empty otherwise.
+  std::string error;
 
   // What this step produced, not yet delivered (streams and polling).
   std::size_t tokens_delivered = 0;
@@ -141,12 +156,16 @@ struct RequestRecord {
     audio_delivered = audio.size();
     chunk.audio_sample_rate = audio_sample_rate;
     const std::size_t deliverable =
-        finished ? text.size() : (text.size() > stop_hold_back ? text.size() - stop_hold_back : 0);
+        finished ? text.size()
+                 : utf8_boundary_at_or_before(text, text.size() > stop_hold_back ? text.size() - stop_hold_back : 0);
     if (deliverable > text_delivered) {
       chunk.text = text.substr(text_delivered, deliverable - text_delivered);
       text_delivered = deliverable;
     }
-    if (finished) chunk.finish_reason = finish_reason;
+    if (finished) {
+      chunk.finish_reason = finish_reason;
+      chunk.error = error;
+    }
     return chunk;
   }
 
@@ -162,6 +181,7 @@ struct RequestRecord {
     out.finish_reason = finish_reason;
     out.stop_token = stop_token;
     out.stop_string = std::move(stop_string);
+    out.error = std::move(error);
     return out;
   }
 };

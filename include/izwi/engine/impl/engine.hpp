@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -56,6 +57,17 @@ void Engine<S, K, E>::validate(Request& request) const {
     throw invalid_argument("prompt_tokens", "the prompt is " + std::to_string(request.prompt_tokens.size()) +
                                                 " tokens; the model's context is " + std::to_string(max_model_len_) +
                                                 " tokens and at least one must remain for the output");
+  if constexpr (requires(const E& e) {
+                  { e.vocab_size() } -> std::convertible_to<std::size_t>;
+                }) {
+    // Checked here, at the API edge, so no id past the embedding table reaches a forward pass.
+    const std::size_t vocab = executor_.vocab_size();
+    for (TokenId t : request.prompt_tokens)
+      if (t < 0 || static_cast<std::size_t>(t) >= vocab)
+        throw invalid_argument("prompt_tokens", "token id " + std::to_string(t) +
+                                                    " is outside the model's vocabulary (ids 0 to " +
+                                                    std::to_string(vocab - 1) + ")");
+  }
   if (!request.sampling.stop.empty() && !HasDetokenizer<E>)
     throw invalid_argument("stop", "stop strings need an executor that detokenizes, and this one does not");
   if (request.audio && request.audio->placeholder_offset + std::size_t{request.audio->placeholder_length} >
@@ -204,30 +216,209 @@ template <class S, class K, class E>
 std::span<const StreamChunk> Engine<S, K, E>::step_locked() {
   polled_chunks_.clear();
   last_plan_tokens_ = 0;
+  plan_ids_.clear();
+  // The exception barrier: nothing thrown inside a step leaves it, so one
+  // bad request cannot end the loop (and std::terminate every stream).
+  try {
+    step_body();
+  } catch (const std::exception& e) {
+    recover_from_fault(e.what());
+  } catch (...) {
+    recover_from_fault("an exception of unknown type");
+  }
+  refresh_gauges();
+  return polled_chunks_;
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::step_body() {
   apply_commands();
 
   const StepPlan& plan = scheduler_.schedule(kv_cache_);
   TimePoint now = Clock::now();
-  for (RequestId id : plan.failed) end_request(id, FinishReason::error, now);
+  for (RequestId id : plan.failed) {
+    if (auto it = records_.find(id); it != records_.end())
+      it->second.error = "the request needs more KV-cache blocks than the whole cache holds";
+    end_request(id, FinishReason::error, now);
+  }
   for (RequestId id : plan.preempted)
     if (auto it = records_.find(id); it != records_.end()) ++it->second.num_preemptions;
 
   if (!plan.empty()) {
     for (const ScheduledSequence& seq : plan.sequences) {
+      plan_ids_.push_back(seq.id);
       Record& record = records_.at(seq.id);
       if (!record.scheduled) {
         record.scheduled = true;
         record.first_scheduled = now;
       }
     }
-    result_.clear();
-    executor_.execute(plan, kv_cache_, result_);
+    execute_isolating_faults(plan);
+    // Failed sequences end before update(), which then skips them.
+    now = Clock::now();
+    for (SequenceFailure& failure : result_.failures) fail_request(failure.id, std::move(failure.message), now);
     scheduler_.update(result_, kv_cache_);
     last_plan_tokens_ = plan.num_scheduled_tokens;
     process_outputs(plan, Clock::now());
   }
-  refresh_gauges();
-  return polled_chunks_;
+}
+
+/// Runs the plan; if the batched forward pass throws, runs each sequence
+/// alone so only the ones that throw again fail. Re-running is safe: a
+/// sequence writes the same K/V to the same slots, and its generator is
+/// restored to where it was before the batch.
+template <class S, class K, class E>
+void Engine<S, K, E>::execute_isolating_faults(const StepPlan& plan) {
+  rng_snapshot_.clear();
+  for (const ScheduledSequence& seq : plan.sequences)
+    if (seq.rng) rng_snapshot_.push_back(*seq.rng);
+  result_.clear();
+  std::string what;
+  try {
+    executor_.execute(plan, kv_cache_, result_);
+    return;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception of unknown type";
+  }
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_engine_faults;
+  }
+  log_error("a step of " + std::to_string(plan.sequences.size()) + " sequences threw (" + what +
+            "); running each sequence alone to find the faulty ones");
+  result_.clear();
+  std::size_t next_snapshot = 0;
+  for (const ScheduledSequence& seq : plan.sequences)
+    if (seq.rng) *seq.rng = rng_snapshot_[next_snapshot++];
+  for (const ScheduledSequence& seq : plan.sequences) execute_alone(seq, plan);
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::execute_alone(const ScheduledSequence& seq, const StepPlan& plan) {
+  single_plan_.clear();
+  single_result_.clear();
+  ScheduledSequence alone = seq;
+  alone.slot_offset = 0;
+  single_plan_.sequences.push_back(alone);
+  const auto first = plan.slot_mapping.begin() + static_cast<std::ptrdiff_t>(seq.slot_offset);
+  single_plan_.slot_mapping.assign(first, first + static_cast<std::ptrdiff_t>(seq.num_tokens));
+  single_plan_.num_scheduled_tokens = seq.num_tokens;
+  try {
+    executor_.execute(single_plan_, kv_cache_, single_result_);
+  } catch (const std::exception& e) {
+    result_.failures.push_back({seq.id, std::string("the engine step failed: ") + e.what()});
+    return;
+  } catch (...) {
+    result_.failures.push_back({seq.id, "the engine step failed with an exception of unknown type"});
+    return;
+  }
+  // Append this sequence's results, rebasing ranges into the shared arrays.
+  const auto top_base = static_cast<std::uint32_t>(result_.top_logprobs.size());
+  const auto audio_base = static_cast<std::uint32_t>(result_.audio.size());
+  for (SequenceOutput out : single_result_.outputs) {
+    out.top_logprobs_begin += top_base;
+    out.audio_begin += audio_base;
+    result_.outputs.push_back(out);
+  }
+  result_.top_logprobs.insert(result_.top_logprobs.end(), single_result_.top_logprobs.begin(),
+                              single_result_.top_logprobs.end());
+  result_.audio.insert(result_.audio.end(), single_result_.audio.begin(), single_result_.audio.end());
+  if (single_result_.audio_sample_rate) result_.audio_sample_rate = single_result_.audio_sample_rate;
+  for (SequenceFailure& failure : single_result_.failures) result_.failures.push_back(std::move(failure));
+}
+
+/// An exception outside the forward pass (scheduling, output processing):
+/// the requests of the step's plan fail, or every request when no plan was
+/// made (the scheduler itself threw, so no request's state can be trusted).
+template <class S, class K, class E>
+void Engine<S, K, E>::recover_from_fault(std::string_view what) {
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_engine_faults;
+  }
+  log_error("an engine step threw outside the forward pass: " + std::string(what));
+  try {
+    commands_.clear();
+    const TimePoint now = Clock::now();
+    // Records finished by process_outputs before it threw: complete their removal.
+    std::vector<RequestId> ids;
+    for (auto& [id, record] : records_)
+      if (record.finished) ids.push_back(id);
+    for (RequestId id : ids) {
+      scheduler_.finish(id, records_.at(id).finish_reason, kv_cache_);
+      records_.erase(id);
+    }
+    ids = plan_ids_;
+    if (ids.empty())
+      for (auto& [id, record] : records_) ids.push_back(id);
+    for (RequestId id : ids) fail_request(id, "the engine step failed: " + std::string(what), now);
+  } catch (...) {
+    log_error("recovering from the fault threw as well; the requests concerned may not have ended");
+  }
+}
+
+/// A request whose admission threw (an allocation failure): it ends with
+/// FinishReason::error at once, so its client is answered and its id freed.
+template <class S, class K, class E>
+void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now) {
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_engine_faults;
+  }
+  const std::string message = "the engine could not admit the request: " + std::string(what);
+  scheduler_.finish(command.id, FinishReason::error, kv_cache_);
+  if (records_.contains(command.id)) {
+    fail_request(command.id, message, now);
+    return;
+  }
+  log_error("request " + std::to_string(command.id) + " failed: " + message);
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_request_errors;
+    ++metrics_.finished_requests[static_cast<std::size_t>(FinishReason::error)];
+  }
+  if (command.waiter) {
+    RequestOutput out;
+    out.id = command.id;
+    out.finish_reason = FinishReason::error;
+    out.error = message;
+    command.waiter->fulfil(std::move(out));
+  } else {
+    StreamChunk chunk;
+    chunk.id = command.id;
+    chunk.finish_reason = FinishReason::error;
+    chunk.error = message;
+    if (command.stream)
+      command.stream->push(std::move(chunk));
+    else
+      polled_chunks_.push_back(std::move(chunk));
+  }
+  std::lock_guard lock(live_mutex_);
+  live_ids_.erase(command.id);
+}
+
+/// Ends a request with FinishReason::error and `message` (its last chunk
+/// carries the message; the log gets it too).
+template <class S, class K, class E>
+void Engine<S, K, E>::fail_request(RequestId id, std::string message, TimePoint now) {
+  auto it = records_.find(id);
+  if (it == records_.end() || it->second.finished) return;
+  log_error("request " + std::to_string(id) + " failed: " + message);
+  it->second.error = std::move(message);
+  {
+    std::lock_guard lock(metrics_mutex_);
+    ++metrics_.num_request_errors;
+  }
+  end_request(id, FinishReason::error, now);
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::log_error(std::string_view message) const {
+  if (!config_.log_errors) return;
+  const std::string line = "izwi engine '" + config_.model_name + "': " + std::string(message) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 template <class S, class K, class E>
@@ -238,7 +429,13 @@ void Engine<S, K, E>::apply_commands() {
     switch (command.kind) {
       case detail::EngineCommand::Kind::add:
         num_queued_.fetch_sub(1, std::memory_order_relaxed);
-        admit(command);
+        try {
+          admit(command);
+        } catch (const std::exception& e) {
+          reject_admission(command, e.what(), now);
+        } catch (...) {
+          reject_admission(command, "an exception of unknown type", now);
+        }
         break;
       case detail::EngineCommand::Kind::abort:
       case detail::EngineCommand::Kind::stream_closed:
@@ -268,8 +465,8 @@ void Engine<S, K, E>::admit(detail::EngineCommand& command) {
   record.max_output_tokens = limit;
   for (const std::string& s : request.sampling.stop)
     record.stop_hold_back = std::max(record.stop_hold_back, s.size() - 1);
-  record.stream = std::move(command.stream);
-  record.waiter = std::move(command.waiter);
+  record.stream = command.stream;  // copied: reject_admission still answers them if admission throws
+  record.waiter = command.waiter;
   record.arrival = request.arrival_time;
   if constexpr (HasDetokenizer<E>) record.detokenizer = executor_.make_detokenizer();
   records_.emplace(record.id, std::move(record));
@@ -375,6 +572,11 @@ void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
 /// holds metrics_mutex_; the scheduler and the record table are updated by the caller.
 template <class S, class K, class E>
 void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint now) {
+  // Bytes of a character the last token left unfinished come out as U+FFFD,
+  // as a full decode of the same ids would; after a stop string they lie
+  // beyond the cut and are dropped with the rest.
+  if constexpr (requires { r.detokenizer.flush(); })
+    if (!r.stop_string) r.text += r.detokenizer.flush();
   r.finished = true;
   r.finish_reason = reason;
   EngineMetrics& m = metrics_;

@@ -154,6 +154,10 @@ inline std::string to_prometheus_text(const EngineMetrics& m, std::string_view m
            "Prefix cache queries, in terms of number of queried tokens.", m.prefix_cache_queries);
   w.single("izwi:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
            m.prefix_cache_hits);
+  w.single("izwi:engine_faults_total", "counter",
+           "Exceptions thrown inside an engine step and caught by the step loop.", m.num_engine_faults);
+  w.single("izwi:request_errors_total", "counter",
+           "Requests ended with finish_reason error by an engine fault or non-finite logits.", m.num_request_errors);
   w.header("izwi:request_success_total", "counter", "Count of finished requests by finish reason.");
   for (FinishReason reason : {FinishReason::stop, FinishReason::length, FinishReason::abort, FinishReason::error}) {
     const std::string label = "finished_reason=\"" + std::string(to_string(reason)) + "\"";

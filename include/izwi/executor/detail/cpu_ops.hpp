@@ -9,11 +9,13 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
+#include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/step.hpp"
 #include "izwi/executor/detail/thread_pool.hpp"
@@ -41,7 +43,14 @@ class CpuOps {
     return buffers_[slot].data();
   }
 
+  /// Rows of `table` for `tokens`. An id outside the table throws
+  /// izwi::invalid_argument (the engine's barrier fails that request) rather
+  /// than reading past the table: the gather's own check is only an assert.
   void embed(const kernels::cpu::WeightMatrix& table, std::span<const TokenId> tokens, float* out) {
+    for (TokenId t : tokens)
+      if (t < 0 || static_cast<std::size_t>(t) >= table.rows)
+        throw invalid_argument("token", "token id " + std::to_string(t) + " is outside the embedding table (" +
+                                            std::to_string(table.rows) + " rows)");
     kernels::cpu::embedding_gather(table, tokens, out, table.cols);
   }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <utility>
 
 namespace izwi {
@@ -49,6 +50,10 @@ void CpuExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result
     out.id = seq.id;
     out.top_logprobs_begin = static_cast<std::uint32_t>(result.top_logprobs.size());
     const SampledToken sampled = sampler_.sample(logits, input, &result.top_logprobs);
+    if (!sampled.ok()) {
+      result.failures.push_back({seq.id, std::string(describe(sampled.error))});
+      continue;
+    }
     out.token = sampled.token;
     out.logprob = sampled.logprob;
     out.top_logprobs_count = static_cast<std::uint32_t>(result.top_logprobs.size()) - out.top_logprobs_begin;

@@ -7,6 +7,18 @@
 
 namespace izwi {
 
+inline std::string_view describe(SampleError error) noexcept {
+  switch (error) {
+    case SampleError::none: return "no error";
+    case SampleError::non_finite_logits:
+      return "the model produced non-finite logits (NaN or infinity) for this request; the checkpoint may hold "
+             "NaN weights or bad hyper-parameters";
+    case SampleError::no_candidate:
+      return "every token has probability zero (all logits are -infinity), so no token can be sampled";
+  }
+  return "unknown sampling error";
+}
+
 inline void Sampler::apply_penalties(std::span<float> logits, const SamplingInput& input) {
   const SamplingParams& p = *input.params;
   const bool repetition = p.repetition_penalty != 1.0f;
@@ -71,6 +83,16 @@ inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput
   const auto vocab = static_cast<TokenId>(logits.size());
   SampledToken out;
 
+  // 0. A broken forward pass fails the request (see SampleError): NaN and
+  //    +infinity both fail `l < +inf`; a vocabulary of -infinity has no candidate.
+  constexpr float infinity = std::numeric_limits<float>::infinity();
+  bool broken = logits.empty();
+  for (float l : logits) broken |= !(l < infinity);
+  if (broken) {
+    out.error = SampleError::non_finite_logits;
+    return out;
+  }
+
   // 1. Raw logprobs are taken before anything changes the logits; the chosen
   //    token is not known yet, so keep a copy only when they are wanted.
   const bool want_logprobs = p.logprobs.has_value();
@@ -95,9 +117,25 @@ inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput
   // 4. Greedy.
   if (p.is_greedy()) {
     out.token = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (logits[static_cast<std::size_t>(out.token)] == -infinity) {
+      out.token = -1;
+      out.error = SampleError::no_candidate;
+      return out;
+    }
   } else {
     // 5. Temperature, then the candidates worth sorting.
     const float inv_t = 1.0f / p.temperature;
+    const auto top = std::max_element(logits.begin(), logits.end());
+    if (*top == -infinity) {
+      out.error = SampleError::no_candidate;
+      return out;
+    }
+    if (!(std::fabs(*top * inv_t) < infinity) || !(inv_t < infinity)) {
+      // So small a temperature that scaling overflows: its limit is greedy.
+      out.token = static_cast<TokenId>(top - logits.begin());
+      if (raw) log_softmax_top(*raw, out.token, *p.logprobs, out, top_logprobs);
+      return out;
+    }
     float max = -std::numeric_limits<float>::infinity();
     for (float& l : logits) {
       l *= inv_t;

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <utility>
 
 namespace izwi::io {
@@ -87,6 +88,16 @@ inline TransformerConfig qwen3_config_from_gguf(const GgufFile& file) {
                                    {"feed_forward_length", c.intermediate_size},
                                    {"attention.key_length", c.head_dim}})
     if (value == 0) throw format_error(file.name(), "", "metadata '" + a + key + "': must be positive");
+  // As read_transformer_config checks config.json's: a zero or negative
+  // epsilon or RoPE base gives NaN or infinite activations, not an error.
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta))
+    throw format_error(file.name(), "", "metadata '" + a + "rope.freq_base': must be positive, got " +
+                                            std::to_string(c.rope_theta));
+  if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps))
+    throw format_error(file.name(), "", "metadata '" + a + "attention.layer_norm_rms_epsilon': must be positive, got " +
+                                            std::to_string(c.rms_norm_eps));
+  if (c.vocab_size == 0)
+    throw format_error(file.name(), "", "the vocabulary is empty (tokenizer.ggml.tokens, token_embd.weight)");
   return c;
 }
 

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "izwi/core/error.hpp"
 #include "izwi/io/gguf.hpp"
@@ -85,6 +88,7 @@ struct SafetensorsSource {
     return dir->to_f32(name, shape);
   }
   bool has(const std::string& name) const { return dir->find(name).has_value(); }
+  std::string origin() const { return dir->path().string(); }
 };
 
 struct GgufSource {
@@ -103,7 +107,33 @@ struct GgufSource {
     return file->to_f32(gguf_name(hf_name), {n});
   }
   bool has(const std::string& hf_name) const { return file->find_tensor(gguf_name(hf_name)) != nullptr; }
+  std::string origin() const { return file->name(); }
 };
+
+/// NaN weights: the norm weights (every layer's, a few KB in all, already
+/// widened to f32 here) are scanned at load, where a corrupt checkpoint most
+/// often shows and where one NaN poisons every token. The big matrices are
+/// not scanned (reading gigabytes at load would double the start-up time);
+/// a NaN there gives NaN logits, which the sampler refuses at the first
+/// forward pass: that request fails with "non-finite logits" and the
+/// server stays up.
+inline void require_finite(const std::vector<float>& values, const std::string& origin, const std::string& tensor) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      throw error(origin + ": tensor '" + tensor + "' holds a non-finite value (" + std::to_string(values[i]) +
+                  ") at index " + std::to_string(i) + "; the checkpoint is corrupt");
+}
+
+/// A tokenizer must not produce ids past the embedding table: every .gguf
+/// of a models directory shares DIR/tokenizer.json, so a mismatch is easy to make.
+inline void require_tokenizer_fits(const tokenizer::BpeTokenizer& tokenizer, std::size_t vocab_size,
+                                   const std::filesystem::path& tokenizer_json) {
+  if (tokenizer.vocab_size() > vocab_size)
+    throw error(tokenizer_json.string() + " has " + std::to_string(tokenizer.vocab_size()) +
+                " tokens but the model's embedding table has " + std::to_string(vocab_size) +
+                " rows (vocab_size): ids past " + std::to_string(vocab_size - 1) +
+                " would be out of range; use the tokenizer.json that belongs to this checkpoint");
+}
 
 /// Touches one byte per page of a weight so the OS maps it in now; returns its size.
 IZWI_DECL std::size_t prefault(const kernels::cpu::WeightMatrix& w, bool touch) {
@@ -125,8 +155,17 @@ void load_qwen3_weights(const Source& source, const Qwen3Config& c, const Qwen3L
   const bool tied = c.tie_word_embeddings || !source.has("lm_head.weight");
   lm_head = tied ? embed : source.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   final_norm = source.vector("model.norm.weight", c.hidden_size);
+  require_finite(final_norm, source.origin(), "model.norm.weight");
   layers.clear();
-  for (std::uint32_t l = 0; l < c.num_layers; ++l) layers.push_back(load_qwen3_layer(source, c, l));
+  for (std::uint32_t l = 0; l < c.num_layers; ++l) {
+    layers.push_back(load_qwen3_layer(source, c, l));
+    const Qwen3LayerWeights& w = layers.back();
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    require_finite(w.input_norm, source.origin(), p + "input_layernorm.weight");
+    require_finite(w.post_attention_norm, source.origin(), p + "post_attention_layernorm.weight");
+    require_finite(w.q_norm, source.origin(), p + "self_attn.q_norm.weight");
+    require_finite(w.k_norm, source.origin(), p + "self_attn.k_norm.weight");
+  }
 
   // Progress by bytes of the big matrices, faulted in one layer at a time.
   const bool touch = options.prefault_weights;
@@ -165,8 +204,10 @@ IZWI_DECL Qwen3 Qwen3::from_directory(const std::filesystem::path& dir, const Qw
   detail::load_qwen3_weights(detail::SafetensorsSource{directory.get()}, model.config_, options, model.embed_tokens_,
                              model.lm_head_, model.final_norm_, model.layers_);
   if (options.load_tokenizer)
-    if (const auto tokenizer_json = directory->tokenizer_json_path())
+    if (const auto tokenizer_json = directory->tokenizer_json_path()) {
       model.tokenizer_ = std::make_shared<const tokenizer::BpeTokenizer>(tokenizer::BpeTokenizer::from_file(*tokenizer_json));
+      detail::require_tokenizer_fits(*model.tokenizer_, model.config_.vocab_size, *tokenizer_json);
+    }
   model.description_ = dir.string() + " (safetensors, " + std::string(to_string(model.layers_[0].q_proj.dtype)) + ")";
   model.weights_owner_ = std::move(directory);
   return model;
@@ -185,8 +226,10 @@ IZWI_DECL Qwen3 Qwen3::from_gguf(const std::filesystem::path& path, const Qwen3L
   // A tokenizer.json beside the file is used when present (GGUF's own
   // vocabulary is not read into a tokenizer here).
   if (options.load_tokenizer)
-    if (const auto beside = path.parent_path() / "tokenizer.json"; std::filesystem::exists(beside))
+    if (const auto beside = path.parent_path() / "tokenizer.json"; std::filesystem::exists(beside)) {
       model.tokenizer_ = std::make_shared<const tokenizer::BpeTokenizer>(tokenizer::BpeTokenizer::from_file(beside));
+      detail::require_tokenizer_fits(*model.tokenizer_, model.config_.vocab_size, beside);
+    }
   model.description_ = path.string() + " (GGUF, " + std::string(to_string(model.layers_[0].q_proj.dtype)) + ")";
   model.weights_owner_ = std::move(file);
   return model;

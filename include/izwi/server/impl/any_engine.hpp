@@ -6,6 +6,7 @@
 
 #include "izwi/core/error.hpp"
 #include "izwi/engine/metrics.hpp"
+#include "izwi/tokenizer/bpe_tokenizer.hpp"
 
 namespace izwi::server {
 
@@ -36,6 +37,15 @@ std::vector<TokenId> EngineModel<Engine>::encode(std::string_view text) const {
   const auto* tokenizer = engine_->executor().model().tokenizer();
   if (!tokenizer) throw invalid_argument("model", "model '" + info_.id + "' has no tokenizer; send token ids");
   return tokenizer->encode(text);
+}
+
+template <class Engine>
+std::vector<TokenId> EngineModel<Engine>::encode_as_text(std::string_view text) const {
+  const auto* tokenizer = engine_->executor().model().tokenizer();
+  if (!tokenizer) throw invalid_argument("model", "model '" + info_.id + "' has no tokenizer; send token ids");
+  tokenizer::EncodeOptions options;
+  options.parse_special_tokens = false;
+  return tokenizer->encode(text, options);
 }
 
 template <class Engine>

@@ -3,6 +3,7 @@
 // header-only builds; compiled once, in <izwi/server/src.hpp>, under
 // IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -62,13 +63,32 @@ namespace detail {
 /// under IZWI_SEPARATE_COMPILATION: see izwi/stock_engines.hpp).
 template <class Scheduler, class Cache>
 std::unique_ptr<AnyEngine> make_served_engine(CpuExecutor<Qwen3> executor, Cache cache,
-                                              const SchedulerConfig& scheduler_config,
-                                              const EngineConfig& engine_config, ModelInfo info,
-                                              std::size_t max_model_len_override) {
+                                              const SchedulerConfig& scheduler_config, EngineConfig engine_config,
+                                              ModelInfo info, std::size_t max_model_len_override) {
+  // The served context is what the model allows and what the KV cache can
+  // hold for one request (vLLM sizes max_model_len against the cache the
+  // same way); otherwise a prompt the length check accepts fails later, as
+  // an "error" finish, when its blocks cannot be found. Said at start-up
+  // through the description.
+  const KVCacheStats kv = cache.stats();
+  const std::size_t cache_tokens = kv.num_blocks * kv.block_size;
+  const std::size_t wanted_len = max_model_len_override ? max_model_len_override : executor.max_model_len();
+  std::size_t model_len = wanted_len;
+  if (model_len == 0 || model_len > cache_tokens) {
+    model_len = cache_tokens;
+    info.description += ", context " + std::to_string(model_len) + " tokens (" +
+                        (wanted_len ? "clamped from " + std::to_string(wanted_len) + ": " : "") +
+                        "the KV cache holds " + std::to_string(cache_tokens) +
+                        " tokens; a larger KV-cache budget serves more)";
+  } else {
+    info.description += ", context " + std::to_string(model_len) + " tokens";
+  }
+  engine_config.max_model_len = model_len;
+
   using ServedEngine = Engine<Scheduler, Cache, CpuExecutor<Qwen3>>;
   auto engine = std::make_unique<ServedEngine>(Scheduler(scheduler_config), std::move(cache), std::move(executor),
                                                engine_config);
-  info.max_model_len = max_model_len_override ? max_model_len_override : engine->executor().max_model_len();
+  info.max_model_len = engine->max_model_len();
   return std::make_unique<EngineModel<ServedEngine>>(std::move(engine), std::move(info));
 }
 
@@ -100,6 +120,9 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
     throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read prompts");
 
   ModelInfo info;
+  const tokenizer::BpeTokenizer& tokenizer = *model.tokenizer();
+  for (std::size_t t = 0; t < tokenizer.vocab_size(); ++t)
+    info.max_token_bytes = std::max(info.max_token_bytes, tokenizer.token_bytes(static_cast<TokenId>(t)).size());
   info.id = id;
   info.path = path;
   info.tasks = {Task::chat};
@@ -117,7 +140,6 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
   engine_config.model_name = id;
   engine_config.stream_capacity = settings.stream_capacity;
   engine_config.max_waiting_requests = settings.max_waiting_requests;
-  if (settings.max_model_len) engine_config.max_model_len = settings.max_model_len;
 
   if (settings.kv_cache == KVCacheKind::unified) {
     UnifiedKVCacheConfig cache_config;

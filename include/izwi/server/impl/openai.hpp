@@ -10,7 +10,7 @@
 #include <boost/json/parse_options.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "izwi/io/detail/utf8.hpp"
+#include "izwi/core/detail/utf8.hpp"
 #include "izwi/server/detail/json_fields.hpp"
 
 namespace izwi::server::openai {
@@ -21,6 +21,14 @@ using namespace izwi::server::detail;
 
 /// OpenAI's limit on stop sequences.
 inline constexpr std::size_t max_stop_sequences = 4;
+/// Bytes of one stop sequence. A stop string is searched for after every
+/// token and held back from streams while it might still match, so its
+/// length is work per token on the engine thread; OpenAI documents no byte
+/// limit, and real stop strings are a few words.
+inline constexpr std::size_t max_stop_sequence_bytes = 1024;
+/// Entries of stop_token_ids (vLLM's extension): each generated token is
+/// compared with every one on the engine thread.
+inline constexpr std::size_t max_stop_token_ids = 256;
 /// OpenAI's limit on the legacy completions' integer logprobs.
 inline constexpr std::int64_t max_completion_logprobs = 5;
 
@@ -46,9 +54,13 @@ inline std::vector<std::string> read_stop(const boost::json::value& value) {
   } else {
     throw_type_error("stop", "a string or an array of strings", value);
   }
-  for (std::size_t i = 0; i < stop.size(); ++i)
-    if (stop[i].empty())
-      throw_invalid(value.is_string() ? std::string("stop") : json_path("stop", i), "stop sequences must not be empty");
+  for (std::size_t i = 0; i < stop.size(); ++i) {
+    const std::string path = value.is_string() ? std::string("stop") : json_path("stop", i);
+    if (stop[i].empty()) throw_invalid(path, "stop sequences must not be empty");
+    if (stop[i].size() > max_stop_sequence_bytes)
+      throw_invalid(path, "a stop sequence holds at most " + std::to_string(max_stop_sequence_bytes) + " bytes, got " +
+                              std::to_string(stop[i].size()));
+  }
   return stop;
 }
 
@@ -88,12 +100,17 @@ void read_common_fields(const boost::json::object& body, Request& request) {
   if (auto* v = find_field(body, "stop")) s.stop = read_stop(*v);
   if (auto* v = find_field(body, "stop_token_ids")) {
     const auto& ids = read_array(*v, "stop_token_ids");
+    if (ids.size() > max_stop_token_ids)
+      throw_invalid("stop_token_ids", "'stop_token_ids' holds at most " + std::to_string(max_stop_token_ids) +
+                                          " ids, got " + std::to_string(ids.size()));
     for (std::size_t i = 0; i < ids.size(); ++i)
       s.stop_token_ids.push_back(static_cast<TokenId>(
           read_integer(ids[i], json_path("stop_token_ids", i), 0, std::numeric_limits<TokenId>::max())));
   }
   if (auto* v = find_field(body, "min_tokens")) s.min_tokens = read_u32(*v, "min_tokens", 0);
   if (auto* v = find_field(body, "ignore_eos")) s.ignore_eos = read_bool(*v, "ignore_eos");
+  if (auto* v = find_field(body, "special_tokens_as_text"))
+    request.special_tokens_as_text = read_bool(*v, "special_tokens_as_text");
 }
 
 /// SamplingParams::validate with its field names mapped onto the request's.
@@ -390,19 +407,12 @@ inline boost::json::object usage_json(const Usage& usage) {
 inline std::string_view finish_reason_string(FinishReason reason) noexcept { return to_string(reason); }
 
 inline std::string sanitize_utf8(std::string_view text) {
+  // The detokenizer's repair policy (one U+FFFD per maximal invalid subpart,
+  // Unicode's recommended practice), so text repaired here reads the same as
+  // text the engine repaired. Engine text is already valid: this is a no-op on it.
   std::string out;
   out.reserve(text.size());
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t length = izwi::io::detail::utf8_sequence_length(text, pos);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++pos;
-    } else {
-      out.append(text.substr(pos, length));
-      pos += length;
-    }
-  }
+  izwi::detail::append_utf8_lossy(out, text);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <random>
 #include <variant>
 
 #include <boost/asio/post.hpp>
@@ -55,6 +56,57 @@ inline std::string_view task_words(Task task) noexcept {
 inline void log_line(const std::string& text) {
   const std::string line = text + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+/// Refuses, before tokenizing, a prompt text that cannot fit the context
+/// whatever its tokens: no token spells more than info.max_token_bytes bytes
+/// (a generous 256 when unknown), so a longer text has more tokens than the
+/// context holds. Tokenizing it first would cost a BPE pass over megabytes.
+inline void check_prompt_bytes(std::size_t prompt_bytes, const ModelInfo& info, const char* param) {
+  if (info.max_model_len == 0) return;
+  const std::size_t per_token = info.max_token_bytes ? info.max_token_bytes : 256;
+  const std::size_t min_tokens = prompt_bytes / per_token + (prompt_bytes % per_token != 0);
+  if (min_tokens >= info.max_model_len)
+    throw ApiError::bad_request("This model's maximum context length is " + std::to_string(info.max_model_len) +
+                                    " tokens. However, your prompt is " + std::to_string(prompt_bytes) +
+                                    " bytes, more than that many tokens can spell (at most " +
+                                    std::to_string(per_token) +
+                                    " bytes per token). Please reduce the length of the input.",
+                                std::string(param));
+}
+
+/// Encodes a chat with the template's own special tokens parsed and the text
+/// of system, user and tool messages as plain text: those messages are
+/// rendered with markers in place of their text, the prompt is cut at the
+/// markers, and each piece is encoded the way it came. (Assistant messages
+/// are rendered as they are: the template rewrites their think blocks.)
+/// Pieces meet at the template's newlines and special tokens, where the
+/// pre-tokenizer splits anyway; a text that starts with spaces may merge
+/// differently than in one pass, and is still a valid encoding of it.
+inline std::vector<TokenId> encode_chat_as_text(const AnyEngine& engine,
+                                                std::span<const tokenizer::ChatMessage> messages,
+                                                const tokenizer::ChatTemplateOptions& options) {
+  const std::string nonce = std::to_string(std::random_device{}());
+  std::vector<tokenizer::ChatMessage> marked(messages.begin(), messages.end());
+  std::vector<std::pair<std::string, const std::string*>> markers;  // marker, the text it stands for
+  for (std::size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i].role == "assistant") continue;
+    markers.emplace_back("\x1E" "izwi:" + nonce + ":" + std::to_string(i) + "\x1F", &messages[i].content);
+    marked[i].content = markers.back().first;
+  }
+  const std::string rendered = engine.render_chat(marked, options);
+  std::vector<TokenId> out;
+  std::size_t from = 0;
+  auto append = [&out](std::vector<TokenId> piece) { out.insert(out.end(), piece.begin(), piece.end()); };
+  for (const auto& [marker, text] : markers) {
+    const std::size_t at = rendered.find(marker, from);
+    if (at == std::string::npos) continue;  // the template left this message out
+    append(engine.encode(std::string_view(rendered).substr(from, at - from)));
+    append(engine.encode_as_text(*text));
+    from = at + marker.size();
+  }
+  append(engine.encode(std::string_view(rendered).substr(from)));
+  return out;
 }
 
 /// The 400 that vLLM answers when prompt plus requested output exceed the
@@ -170,6 +222,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
     if (chunk.finished()) {
       finished_ = true;
       finish_reason_ = *chunk.finish_reason;
+      engine_error_ = std::move(chunk.error);
       if (chunk.stats) {
         if (chunk.stats->num_prompt_tokens) prompt_tokens_ = chunk.stats->num_prompt_tokens;
         if (chunk.stats->num_output_tokens) completion_tokens_ = chunk.stats->num_output_tokens;
@@ -224,7 +277,8 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
       return;
     }
     if (finish_reason_ == FinishReason::error) {
-      log_line("izwi-server: request " + session_->exchange().request_id + " failed in the engine");
+      log_line("izwi-server: request " + session_->exchange().request_id + " failed in the engine" +
+               (engine_error_.empty() ? std::string() : ": " + engine_error_));
       session_->respond(json_response(500, openai::error_json(ApiError::internal())));
       return;
     }
@@ -259,6 +313,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
   std::size_t text_offset_ = 0;
   std::vector<openai::PositionLogprobs> logprobs_;
   FinishReason finish_reason_ = FinishReason::stop;
+  std::string engine_error_;  // why the engine ended it with "error" (logged, not sent)
   bool finished_ = false;
   bool cancelled_ = false;
   std::atomic<bool> wake_posted_{false};
@@ -721,6 +776,14 @@ inline void Server::generate(HandlerContext& ctx, bool chat) {
   // The answer comes back to the connection's strand.
   std::shared_ptr<http::Session> session = ctx.session;
   const unsigned version = ctx.request.version();
+  // Requests waiting for a preparation thread count against the queue
+  // limit too: without this, a flood of large prompts queues without bound
+  // in front of the engines' own max_waiting_requests.
+  if (config_.max_queued_preparations != 0 && preparing_.load() >= config_.max_queued_preparations)
+    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) +
+                                      " are waiting to be parsed and tokenized (--max-queue " +
+                                      std::to_string(config_.max_queued_preparations) + ")");
+  ++preparing_;
   boost::asio::post(prep_pool_, [this, session, version, chat, body = std::move(ctx.request.body())]() mutable {
     std::optional<detail::PreparedGeneration> prepared;
     std::exception_ptr failure;
@@ -729,6 +792,7 @@ inline void Server::generate(HandlerContext& ctx, bool chat) {
     } catch (...) {
       failure = std::current_exception();
     }
+    --preparing_;
     boost::asio::post(session->get_executor(), [this, session, version, failure,
                                                 prepared = std::move(prepared)]() mutable {
       session->run_guarded([&] {
@@ -750,9 +814,13 @@ inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) 
   openai::ChatCompletionRequest parsed = openai::parse_chat_completion_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
   const std::string prompt = engine->render_chat(parsed.messages, parsed.template_options());
+  detail::check_prompt_bytes(prompt.size(), engine->info(), "messages");
   Request request;
   request.task = Task::chat;
-  request.prompt_tokens = engine->encode(prompt);
+  if (parsed.special_tokens_as_text.value_or(config_.special_tokens_as_text))
+    request.prompt_tokens = detail::encode_chat_as_text(*engine, parsed.messages, parsed.template_options());
+  else
+    request.prompt_tokens = engine->encode(prompt);
   detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
                               "messages");
   request.sampling = std::move(parsed.sampling);
@@ -774,7 +842,10 @@ inline detail::PreparedGeneration Server::prepare_completion(const std::string& 
   Request request;
   request.task = Task::completion;
   if (const auto* text = std::get_if<std::string>(&parsed.prompt)) {
-    request.prompt_tokens = engine->encode(*text);
+    detail::check_prompt_bytes(text->size(), engine->info(), "prompt");
+    request.prompt_tokens = parsed.special_tokens_as_text.value_or(config_.special_tokens_as_text)
+                                ? engine->encode_as_text(*text)
+                                : engine->encode(*text);
   } else {
     request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);
     const std::size_t vocab = engine->vocab_size();

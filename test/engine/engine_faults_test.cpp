@@ -1,0 +1,203 @@
+// The engine's exception barrier and fault isolation, with the toy model's
+// fault injection (toy_model.hpp: throw_token, nan_token), and the UTF-8
+// boundaries of streamed text held back for stop strings.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "engine/engine_fixture.hpp"
+#include "izwi/core/detail/utf8.hpp"
+
+using namespace izwi;
+using namespace izwi::testing;
+
+namespace {
+
+constexpr TokenId throw_token = 998;  // make_prompt never yields ids above 996
+constexpr TokenId nan_token = 999;
+
+ToyModelConfig faulty_model() {
+  ToyModelConfig model;
+  model.throw_token = throw_token;
+  model.nan_token = nan_token;
+  return model;
+}
+
+struct Finished {
+  std::vector<TokenId> tokens;
+  std::string text;
+  std::optional<FinishReason> reason;
+  std::string error;
+};
+
+Finished drain(ResponseStream& stream) {
+  Finished f;
+  while (auto chunk = stream.next()) {
+    f.tokens.insert(f.tokens.end(), chunk->token_ids.begin(), chunk->token_ids.end());
+    f.text += chunk->text;
+    if (chunk->finished()) {
+      f.reason = chunk->finish_reason;
+      f.error = chunk->error;
+    }
+  }
+  return f;
+}
+
+/// Eight healthy requests (greedy and seeded, prefill long enough to be
+/// chunked with the faulty one) plus one whose prompt carries `fault`.
+void check_fault_isolated(TokenId fault, const std::string& expected_message) {
+  EngineConfig config;
+  config.log_errors = false;
+  SchedulerConfig scheduler;
+  scheduler.max_num_batched_tokens = 48;  // the faulty request shares chunked steps with the others
+  auto engine = make_toy_engine(256, scheduler, faulty_model(), config);
+  std::vector<Request> healthy;
+  for (std::uint32_t i = 0; i < 8; ++i)
+    healthy.push_back(make_request(make_prompt(10 + 3 * i, i), 12 + i, 100 + i, i % 2 ? 1.0f : 0.0f));
+  std::vector<TokenId> bad_prompt = make_prompt(20, 42);
+  bad_prompt[7] = fault;
+
+  engine.run();
+  std::vector<ResponseStream> streams;
+  for (std::size_t i = 0; i < healthy.size(); ++i) {
+    streams.push_back(engine.generate_streaming(healthy[i]));
+    if (i == 3) streams.push_back(engine.generate_streaming(make_request(bad_prompt, 30)));
+  }
+  std::size_t healthy_seen = 0;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const Finished f = drain(streams[i]);
+    if (i == 4) {  // the faulty one
+      CHECK(f.reason == FinishReason::error);
+      CHECK(f.error.find(expected_message) != std::string::npos);
+      continue;
+    }
+    const Request& r = healthy[healthy_seen++];
+    INFO("healthy request " << healthy_seen);
+    CHECK(f.reason == FinishReason::length);
+    CHECK(f.error.empty());
+    CHECK(f.tokens == toy_reference(r.prompt_tokens, r.sampling, engine.executor().config()));
+  }
+  engine.stop();
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.executor().corrupt_reads() == 0u);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
+  CHECK(engine.kv_cache().check_invariants().empty());
+  const EngineMetrics m = engine.metrics();
+  CHECK(m.num_request_errors == 1u);
+  CHECK(m.finished(FinishReason::error) == 1u);
+  CHECK(m.finished(FinishReason::length) == healthy.size());
+  const std::string text = engine.metrics_text();
+  CHECK(text.find("izwi:request_errors_total{model_name=\"izwi\"} 1") != std::string::npos);
+}
+
+bool valid_utf8(std::string_view s) { return izwi::detail::utf8_first_invalid(s) == std::string_view::npos; }
+
+}  // namespace
+
+TEST_CASE("a forward pass that throws fails only its request; the loop goes on", "[engine][faults]") {
+  check_fault_isolated(throw_token, "injected fault in the forward pass");
+}
+
+TEST_CASE("NaN logits fail only their request, with a clear error", "[engine][faults]") {
+  check_fault_isolated(nan_token, "non-finite logits");
+}
+
+TEST_CASE("a thrown step is counted and the engine keeps serving", "[engine][faults]") {
+  EngineConfig config;
+  config.log_errors = false;
+  auto engine = make_toy_engine(64, {}, faulty_model(), config);
+  std::vector<TokenId> bad = make_prompt(9, 1);
+  bad.back() = throw_token;
+  // generate() steps the engine itself: the throw must not escape step().
+  RequestOutput failed;
+  REQUIRE_NOTHROW(failed = engine.generate(make_request(bad, 5)));
+  CHECK(failed.finish_reason == FinishReason::error);
+  CHECK(failed.error.find("injected fault") != std::string::npos);
+  CHECK(engine.metrics().num_engine_faults >= 1u);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
+  const Request good = make_request(make_prompt(9, 2), 6, 5, 1.0f);
+  const RequestOutput ok = engine.generate(good);
+  CHECK(ok.finish_reason == FinishReason::length);
+  CHECK(ok.token_ids == toy_reference(good.prompt_tokens, good.sampling, engine.executor().config()));
+  CHECK(engine.metrics_text().find("izwi:engine_faults_total") != std::string::npos);
+}
+
+TEST_CASE("prompt token ids outside the vocabulary are refused at the edge", "[engine][faults]") {
+  ToyModelConfig model;
+  model.report_vocab_size = true;
+  auto engine = make_toy_engine(64, {}, model);
+  for (TokenId bad : {TokenId{1000}, TokenId{-1}}) {
+    try {
+      engine.add_request(make_request({1, 2, bad}, 4));
+      FAIL("accepted token id " << bad);
+    } catch (const invalid_argument& e) {
+      CHECK(std::string(e.what()).find("outside the model's vocabulary") != std::string::npos);
+      CHECK(std::string(e.what()).find(std::to_string(bad)) != std::string::npos);
+    }
+  }
+  CHECK_NOTHROW(engine.add_request(make_request({1, 2, 999}, 4)));
+}
+
+TEST_CASE("text held back for a stop string is released only between UTF-8 characters", "[engine][stream][utf8]") {
+  ToyModelConfig model;
+  model.multibyte_text = true;  // tokens read as 1- to 4-byte characters
+  auto engine = make_toy_engine(256, {}, model);
+  engine.run();
+  for (std::uint32_t salt = 0; salt < 12; ++salt) {
+    Request r = make_request(make_prompt(6, salt), 40, salt, 1.0f);
+    // Never matches, but holds back 6 bytes: every cut would land inside some character.
+    r.sampling.stop = {"xxxxxxx"};
+    if (salt % 3 == 1) {
+      // A multibyte stop string, "語😀" (a token = 2 mod 4, then one = 3 mod 4).
+      r.sampling.stop.push_back("\xE8\xAA\x9E\xF0\x9F\x98\x80");
+    }
+    const RequestOutput whole = engine.generate(r);
+    ResponseStream stream = engine.generate_streaming(r);
+    std::string streamed;
+    while (auto chunk = stream.next()) {
+      INFO("salt " << salt << ", chunk of " << chunk->text.size() << " bytes");
+      CHECK(valid_utf8(chunk->text));
+      streamed += chunk->text;
+    }
+    CHECK(streamed == whole.text);
+    CHECK(valid_utf8(whole.text));
+  }
+  engine.stop();
+}
+
+TEST_CASE("a throw in output processing fails the step's requests; the engine goes on", "[engine][faults]") {
+  const Request victim = make_request(make_prompt(8, 5), 10);
+  ToyModelConfig model;
+  const std::vector<TokenId> free_run = toy_reference(victim.prompt_tokens, victim.sampling, model);
+  model.detokenizer_throw_token = free_run.at(3);
+  const auto first_bad = static_cast<std::size_t>(
+      std::find(free_run.begin(), free_run.end(), *model.detokenizer_throw_token) - free_run.begin());
+  EngineConfig config;
+  config.log_errors = false;
+  auto engine = make_toy_engine(64, {}, model, config);
+  engine.run();
+  ResponseStream stream = engine.generate_streaming(victim);
+  const Finished f = drain(stream);
+  CHECK(f.reason == FinishReason::error);
+  CHECK(f.error.find("toy detokenizer: injected fault") != std::string::npos);
+  // Tokens up to the one whose text threw (its id is in the last chunk; its text is not).
+  CHECK(f.tokens == std::vector<TokenId>(free_run.begin(), free_run.begin() + static_cast<std::ptrdiff_t>(first_bad) + 1));
+  // The loop still runs: a request after the fault is served in full.
+  Request next = make_request(make_prompt(8, 6), 10);
+  ResponseStream second = engine.generate_streaming(next);
+  const Finished g = drain(second);
+  engine.stop();
+  const auto expected = toy_reference(next.prompt_tokens, next.sampling, model);
+  if (std::find(expected.begin(), expected.end(), *model.detokenizer_throw_token) == expected.end()) {
+    CHECK(g.reason == FinishReason::length);
+    CHECK(g.tokens == expected);
+  }
+  CHECK_FALSE(engine.has_unfinished_requests());
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
+  CHECK(engine.kv_cache().check_invariants().empty());
+  CHECK(engine.metrics().num_engine_faults >= 1u);
+  CHECK(engine.metrics().num_request_errors >= 1u);
+}
