@@ -7,13 +7,13 @@
 // include/izwi/server/server.hpp and docs/server.md). SIGINT/SIGTERM stop it
 // gracefully: in-flight requests finish (until --shutdown-grace-s), then exit 0.
 
-#include <boost/json/src.hpp>  // Boost.JSON's compiled part, once per program
+#include <boost/program_options.hpp>
 
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,54 +26,14 @@
 
 namespace {
 
-constexpr const char* usage_text = R"(usage: izwi-server --model PATH [--model PATH ...] [--models-dir DIR] [options]
+constexpr const char* usage_intro = R"(usage: izwi-server --model PATH [--model PATH ...] [--models-dir DIR] [options]
 
 An OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models,
 /health, /metrics, /v1/admin/models) for Qwen3 checkpoints: Hugging Face
 directories (config.json, *.safetensors, tokenizer.json) or .gguf files.
-
-Models:
-  --model PATH               serve this checkpoint, under its directory or file name
-                             (repeatable); /health answers 503 until all are loaded
-  --models-dir DIR           checkpoints an admin may load and unload at run time
-                             (POST /v1/admin/models/{id}/load, .../unload)
-
-HTTP:
-  --host ADDR                address to listen on (default 127.0.0.1; 0.0.0.0 for all)
-  --port N                   port (default 8000; 0 picks a free one, printed at start)
-  --api-key KEY              require 'Authorization: Bearer KEY' (repeatable; also
-                             IZWI_API_KEY); /health, /livez, /readyz, /metrics stay open
-  --admin-api-key KEY        the key of /v1/admin/* (load, unload, admin views;
-                             repeatable; also IZWI_ADMIN_API_KEY). Inference keys never
-                             open them; without one they answer 403
-  --http-threads N           I/O threads (default 2)
-  --max-body-mb N            largest request body in MB (default 25) -> 413
-  --max-connections N        open connections (default 1024, lowered to fit the
-                             open-file limit, which start-up raises to the hard limit);
-                             beyond, 503
-  --header-timeout-s N       seconds to send a request's headers (default 10)
-  --body-timeout-s N         seconds to send a request's body (default 60)
-  --idle-timeout-s N         keep-alive connections idle this long are closed (default 30)
-  --shutdown-grace-s N       on SIGINT/SIGTERM, in-flight requests get this long (default 30)
-  --no-access-log            no per-request line on stderr
-  --special-tokens-as-text   encode "<|im_end|>" and other special tokens spelled in
-                             prompts and messages as plain text (default: parsed as
-                             control tokens, as vLLM does; a request's
-                             "special_tokens_as_text" overrides)
-
-Engine (per model):
-  --threads N                executor threads (default: one per core)
-  --max-queue N              waiting requests before 429, per model and in the prompt
-                             preparation queue (default 256; 0: no limit)
-  --kv-cache-mb N            KV-cache memory (default 1024)
-  --max-num-seqs N           sequences per step (default: the scheduler's, 128)
-  --max-num-batched-tokens N tokens per step (default: the scheduler's, 2048)
-  --max-model-len N          context limit (default: the model's, clamped to what the
-                             KV cache holds for one request; said at start-up)
-  --no-prefix-caching        do not reuse cached prompt prefixes
-
-  -h, --help                 this text
 )";
+
+namespace po = boost::program_options;
 
 struct Options {
   std::vector<std::filesystem::path> models;
@@ -87,82 +47,157 @@ struct Options {
   std::exit(2);
 }
 
+/// A Program_options value bounded to [min, max]: out of range is a usage
+/// error naming the flag and the range, before anything starts.
 template <class T>
-T parse_number(std::string_view flag, std::string_view text, T min, T max) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
-    usage_error(std::string(flag) + " wants a number in [" + std::to_string(min) + ", " + std::to_string(max) +
-                "], got '" + std::string(text) + "'");
-  return value;
+po::typed_value<T>* bounded(T* target, T min, T max, const char* flag, const char* name = "N") {
+  return po::value<T>(target)->value_name(name)->notifier([=](T v) {
+    if (v < min || v > max)
+      usage_error(std::string("--") + flag + " wants a number in [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "], got " + std::to_string(v));
+  });
+}
+
+/// Values given in a unit the server does not store (MB, seconds), read
+/// into plain numbers and converted after parsing.
+struct RawNumbers {
+  std::size_t max_body_mb = 25, kv_cache_mb = 1024, max_queue = 256;
+  long header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 30, shutdown_grace_s = 30;
+  std::string scheduling = "fcfs", kv_cache = "paged";
+  std::vector<std::string> models;
+  std::string models_dir;
+};
+
+po::options_description model_options(RawNumbers& raw) {
+  po::options_description d("Models");
+  d.add_options()
+      ("model", po::value(&raw.models)->value_name("PATH")->composing(),
+       "serve this checkpoint, under its directory or file name (repeatable); /health answers 503 until all "
+       "are loaded")
+      ("models-dir", po::value(&raw.models_dir)->value_name("DIR"),
+       "checkpoints an admin may load and unload at run time (POST /v1/admin/models/{id}/load, .../unload)");
+  return d;
+}
+
+po::options_description http_options(Options& o, RawNumbers& raw) {
+  auto& limits = o.server.limits;
+  po::options_description d("HTTP");
+  d.add_options()
+      ("host", po::value(&o.server.host)->value_name("ADDR")->default_value(o.server.host),
+       "address to listen on (0.0.0.0 for all)")
+      ("port", bounded<unsigned short>(&o.server.port, 0, 65535, "port")->default_value(o.server.port),
+       "port (0 picks a free one, printed at start)")
+      ("api-key", po::value(&o.server.api_keys)->value_name("KEY")->composing(),
+       "require 'Authorization: Bearer KEY' (repeatable; also IZWI_API_KEY); /health, /livez, /readyz, "
+       "/metrics stay open")
+      ("admin-api-key", po::value(&o.server.admin_api_keys)->value_name("KEY")->composing(),
+       "the key of /v1/admin/* (load, unload, admin views; repeatable; also IZWI_ADMIN_API_KEY). Inference "
+       "keys never open them; without one they answer 403")
+      ("http-threads", bounded<std::size_t>(&o.server.io_threads, 1, 256, "http-threads")
+                           ->default_value(o.server.io_threads), "I/O threads")
+      ("max-body-mb", bounded<std::size_t>(&raw.max_body_mb, 1, 1 << 20, "max-body-mb")
+                          ->default_value(raw.max_body_mb), "largest request body in MB (-> 413)")
+      ("max-connections", bounded<std::size_t>(&limits.max_connections, 1, 1 << 20, "max-connections")
+                              ->default_value(limits.max_connections),
+       "open connections (lowered to fit the open-file limit, which start-up raises to the hard limit); "
+       "beyond, 503")
+      ("header-timeout-s", bounded<long>(&raw.header_timeout_s, 1, 3600, "header-timeout-s")
+                               ->default_value(raw.header_timeout_s), "seconds to send a request's headers (-> 408)")
+      ("body-timeout-s", bounded<long>(&raw.body_timeout_s, 1, 3600, "body-timeout-s")
+                             ->default_value(raw.body_timeout_s), "seconds to send a request's body (-> 408)")
+      ("idle-timeout-s", bounded<long>(&raw.idle_timeout_s, 1, 3600, "idle-timeout-s")
+                             ->default_value(raw.idle_timeout_s), "keep-alive connections idle this long are closed")
+      ("shutdown-grace-s", bounded<long>(&raw.shutdown_grace_s, 0, 3600, "shutdown-grace-s")
+                               ->default_value(raw.shutdown_grace_s),
+       "on SIGINT/SIGTERM, in-flight requests get this long")
+      ("no-access-log", po::bool_switch(), "no per-request line on stderr")
+      ("special-tokens-as-text", po::bool_switch(&o.server.special_tokens_as_text),
+       "encode \"<|im_end|>\" and other special tokens spelled in prompts and messages as plain text (default: "
+       "parsed as control tokens, as vLLM does; a request's \"special_tokens_as_text\" overrides)");
+  return d;
+}
+
+po::options_description engine_options(Options& o, RawNumbers& raw) {
+  auto& l = o.loader;
+  po::options_description d("Engine (per model)");
+  d.add_options()
+      ("threads", bounded<std::size_t>(&l.num_threads, 0, 1024, "threads"),
+       "executor threads (default: one per core)")
+      ("scheduling-policy", po::value(&raw.scheduling)->value_name("fcfs|priority")->default_value(raw.scheduling),
+       "fcfs: arrival order; priority: the request's \"priority\" (lower first, as vLLM), aged so nothing "
+       "starves")
+      ("kv-cache", po::value(&raw.kv_cache)->value_name("paged|unified")->default_value(raw.kv_cache),
+       "paged: a fixed pool of --kv-cache-mb; unified: a share of physical memory "
+       "(--kv-cache-memory-fraction) that shrinks the batch under memory pressure (the Metal-style cache)")
+      ("kv-cache-mb", bounded<std::size_t>(&raw.kv_cache_mb, 1, 1 << 24, "kv-cache-mb")
+                          ->default_value(raw.kv_cache_mb), "KV-cache memory with --kv-cache paged")
+      ("kv-cache-memory-fraction", po::value(&l.kv_cache_memory_fraction)->value_name("F")
+                                       ->default_value(l.kv_cache_memory_fraction, "0.85")
+                                       ->notifier([](double f) {
+                                         if (!(f > 0.0 && f <= 1.0))
+                                           usage_error("--kv-cache-memory-fraction wants a number in (0, 1], got " +
+                                                       std::to_string(f));
+                                       }),
+       "share of physical memory for K/V with --kv-cache unified")
+      ("max-queue", bounded<std::size_t>(&raw.max_queue, 0, std::size_t{1} << 40, "max-queue")
+                        ->default_value(raw.max_queue),
+       "waiting requests before 429, per model and in the prompt preparation queue (0: no limit)")
+      ("max-num-seqs", bounded<std::size_t>(&l.max_num_seqs, 1, 1 << 16, "max-num-seqs"),
+       "sequences per step (default: the scheduler's, 128)")
+      ("max-num-batched-tokens", bounded<std::size_t>(&l.max_num_batched_tokens, 1, 1 << 24,
+                                                      "max-num-batched-tokens"),
+       "tokens per step (default: the scheduler's, 2048)")
+      ("max-model-len", bounded<std::size_t>(&l.max_model_len, 1, 1 << 24, "max-model-len"),
+       "context limit (default: the model's, clamped to what the KV cache holds for one request; said at "
+       "start-up)")
+      ("no-prefix-caching", po::bool_switch(), "do not reuse cached prompt prefixes");
+  return d;
+}
+
+void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
+  using std::chrono::seconds;
+  for (const auto& m : raw.models) o.models.emplace_back(m);
+  if (vm.count("models-dir")) o.models_dir = std::filesystem::path(raw.models_dir);
+  o.server.limits.max_body_bytes = raw.max_body_mb << 20;
+  o.server.limits.header_timeout = seconds(raw.header_timeout_s);
+  o.server.limits.body_timeout = seconds(raw.body_timeout_s);
+  o.server.limits.idle_timeout = seconds(raw.idle_timeout_s);
+  o.server.shutdown_grace = seconds(raw.shutdown_grace_s);
+  o.server.access_log = !vm["no-access-log"].as<bool>();
+  o.loader.kv_cache_bytes = raw.kv_cache_mb << 20;
+  o.loader.max_waiting_requests = raw.max_queue;
+  o.server.max_queued_preparations = raw.max_queue;  // the prep queue counts too
+  o.loader.enable_prefix_caching = !vm["no-prefix-caching"].as<bool>();
+  if (raw.scheduling == "fcfs") o.loader.scheduling = izwi::server::SchedulingPolicy::fcfs;
+  else if (raw.scheduling == "priority") o.loader.scheduling = izwi::server::SchedulingPolicy::priority;
+  else usage_error("--scheduling-policy wants fcfs or priority, got '" + raw.scheduling + "'");
+  if (raw.kv_cache == "paged") o.loader.kv_cache = izwi::server::KVCacheKind::paged;
+  else if (raw.kv_cache == "unified") o.loader.kv_cache = izwi::server::KVCacheKind::unified;
+  else usage_error("--kv-cache wants paged or unified, got '" + raw.kv_cache + "'");
 }
 
 Options parse_args(int argc, char** argv) {
   Options o;
+  RawNumbers raw;
   o.server.handle_signals = true;
+  po::options_description all;
+  all.add(model_options(raw)).add(http_options(o, raw)).add(engine_options(o, raw));
+  all.add_options()("help,h", "this text");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, all), vm);
+    if (vm.count("help")) {
+      std::cout << usage_intro << all;
+      std::exit(0);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage_error(e.what());
+  }
+  // Environment keys join the flags' (as before: both count).
   if (const char* key = std::getenv("IZWI_API_KEY"); key && *key) o.server.api_keys.emplace_back(key);
   if (const char* key = std::getenv("IZWI_ADMIN_API_KEY"); key && *key) o.server.admin_api_keys.emplace_back(key);
-  using std::chrono::milliseconds;
-  using std::chrono::seconds;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    constexpr std::size_t big = std::size_t{1} << 40;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
-    } else if (arg == "--model") {
-      o.models.emplace_back(value());
-    } else if (arg == "--models-dir") {
-      o.models_dir = std::filesystem::path(value());
-    } else if (arg == "--host") {
-      o.server.host = value();
-    } else if (arg == "--port") {
-      o.server.port = parse_number<unsigned short>(arg, value(), 0, 65535);
-    } else if (arg == "--api-key") {
-      o.server.api_keys.emplace_back(value());
-    } else if (arg == "--admin-api-key") {
-      o.server.admin_api_keys.emplace_back(value());
-    } else if (arg == "--http-threads") {
-      o.server.io_threads = parse_number<std::size_t>(arg, value(), 1, 256);
-    } else if (arg == "--max-body-mb") {
-      o.server.limits.max_body_bytes = parse_number<std::size_t>(arg, value(), 1, 1 << 20) << 20;
-    } else if (arg == "--max-connections") {
-      o.server.limits.max_connections = parse_number<std::size_t>(arg, value(), 1, 1 << 20);
-    } else if (arg == "--header-timeout-s") {
-      o.server.limits.header_timeout = seconds(parse_number<long>(arg, value(), 1, 3600));
-    } else if (arg == "--body-timeout-s") {
-      o.server.limits.body_timeout = seconds(parse_number<long>(arg, value(), 1, 3600));
-    } else if (arg == "--idle-timeout-s") {
-      o.server.limits.idle_timeout = seconds(parse_number<long>(arg, value(), 1, 3600));
-    } else if (arg == "--shutdown-grace-s") {
-      o.server.shutdown_grace = seconds(parse_number<long>(arg, value(), 0, 3600));
-    } else if (arg == "--special-tokens-as-text") {
-      o.server.special_tokens_as_text = true;
-    } else if (arg == "--no-access-log") {
-      o.server.access_log = false;
-    } else if (arg == "--threads") {
-      o.loader.num_threads = parse_number<std::size_t>(arg, value(), 0, 1024);
-    } else if (arg == "--max-queue") {
-      o.loader.max_waiting_requests = parse_number<std::size_t>(arg, value(), 0, big);
-      o.server.max_queued_preparations = o.loader.max_waiting_requests;  // the prep queue counts too
-    } else if (arg == "--kv-cache-mb") {
-      o.loader.kv_cache_bytes = parse_number<std::size_t>(arg, value(), 1, 1 << 24) << 20;
-    } else if (arg == "--max-num-seqs") {
-      o.loader.max_num_seqs = parse_number<std::size_t>(arg, value(), 1, 1 << 16);
-    } else if (arg == "--max-num-batched-tokens") {
-      o.loader.max_num_batched_tokens = parse_number<std::size_t>(arg, value(), 1, 1 << 24);
-    } else if (arg == "--max-model-len") {
-      o.loader.max_model_len = parse_number<std::size_t>(arg, value(), 1, 1 << 24);
-    } else if (arg == "--no-prefix-caching") {
-      o.loader.enable_prefix_caching = false;
-    } else {
-      usage_error("unknown option '" + std::string(arg) + "'");
-    }
-  }
+  apply(o, raw, vm);
   return o;
 }
 

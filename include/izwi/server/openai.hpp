@@ -76,6 +76,10 @@ struct ChatCompletionRequest {
   /// parses it as the control token, as vLLM does. Unset: the server's default
   /// (ServerConfig::special_tokens_as_text).
   std::optional<bool> special_tokens_as_text;
+  /// "priority" (vLLM's extension): lower is served sooner when the model's
+  /// engine schedules by priority (izwi-server --scheduling-policy priority);
+  /// ignored under FCFS, as in vLLM.
+  std::int32_t priority = 0;
   /// Options for AnyEngine::render_chat: add_generation_prompt and enable_thinking.
   tokenizer::ChatTemplateOptions template_options() const;
 };
@@ -93,6 +97,8 @@ struct CompletionRequest {
   std::optional<std::string> user;
   /// As in ChatCompletionRequest, for a text prompt.
   std::optional<bool> special_tokens_as_text;
+  /// As in ChatCompletionRequest.
+  std::int32_t priority = 0;
 };
 
 /// Parses a JSON request body that must be an object. 400 when it is not

@@ -128,7 +128,9 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
   info.tasks = {Task::chat};
   info.untrained = kind.untrained;
   info.description = model.description() + ", " + std::to_string(model.config().num_layers) + " layers, hidden " +
-                     std::to_string(model.config().hidden_size);
+                     std::to_string(model.config().hidden_size) +
+                     (settings.scheduling == SchedulingPolicy::priority ? ", priority scheduling" : ", FCFS scheduling") +
+                     (settings.kv_cache == KVCacheKind::unified ? ", unified KV cache" : ", paged KV cache");
 
   CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = settings.num_threads});
 

@@ -111,6 +111,9 @@ void read_common_fields(const boost::json::object& body, Request& request) {
   if (auto* v = find_field(body, "ignore_eos")) s.ignore_eos = read_bool(*v, "ignore_eos");
   if (auto* v = find_field(body, "special_tokens_as_text"))
     request.special_tokens_as_text = read_bool(*v, "special_tokens_as_text");
+  if (auto* v = find_field(body, "priority"))
+    request.priority = static_cast<std::int32_t>(read_integer(*v, "priority", std::numeric_limits<std::int32_t>::min(),
+                                                              std::numeric_limits<std::int32_t>::max()));
 }
 
 /// SamplingParams::validate with its field names mapped onto the request's.

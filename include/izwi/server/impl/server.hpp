@@ -824,6 +824,7 @@ inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) 
   detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
                               "messages");
   request.sampling = std::move(parsed.sampling);
+  request.priority = parsed.priority;
   request.stream = parsed.stream;
   detail::PreparedGeneration out;
   out.kind = detail::GenerationJob::Kind::chat;
@@ -864,6 +865,7 @@ inline detail::PreparedGeneration Server::prepare_completion(const std::string& 
   out.logprobs = parsed.sampling.logprobs.has_value();
   out.prompt_tokens = request.prompt_tokens.size();
   request.sampling = std::move(parsed.sampling);
+  request.priority = parsed.priority;
   request.stream = parsed.stream;
   out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
   out.engine = std::move(engine);
