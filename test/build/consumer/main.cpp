@@ -2,7 +2,7 @@
 // Built twice by CTest: against an installed izwi (find_package) and against
 // izwi's source tree (add_subdirectory). It must compile, link and exit 0.
 //
-// It uses core/ and concepts/ only, the parts every later area builds on.
+// It uses core/, concepts/ and io/json.hpp (a compiled dependency: Boost.JSON).
 // To extend it once an area lands, add a block below (and its header above):
 //   - KV cache:  construct izwi::PagedKVCache<> from a KVCacheShape and check stats()
 //   - scheduler: add a Request to izwi::FcfsScheduler and schedule() one step
@@ -23,6 +23,7 @@
 #include "izwi/core/request.hpp"
 #include "izwi/core/sampling_params.hpp"
 #include "izwi/core/step.hpp"
+#include "izwi/io/json.hpp"
 
 namespace {
 
@@ -97,6 +98,17 @@ int main() {
   static_assert(izwi::accessible_from<izwi::cpu_execution, izwi::host_space>);
   static_assert(!izwi::accessible_from<izwi::cpu_execution, izwi::device_space>);
   check(true, "concepts accept a user-written KV cache type");
+
+  // io: JSON through Boost.JSON, whose compiled part comes with izwi::izwi.
+  const izwi::io::JsonValue doc = izwi::io::parse_json(R"({"hidden_size": 1024, "name": "q"})", "config.json");
+  check(izwi::io::json_integer(*izwi::io::json_find(doc, "hidden_size")) == 1024, "parse_json reads a config (links Boost.JSON)");
+  std::string refusal;
+  try {
+    izwi::io::parse_json(R"({"a": 1,})", "bad.json");
+  } catch (const izwi::io::json_error& e) {
+    refusal = e.what();
+  }
+  check(refusal.find("bad.json: invalid JSON at line 1") == 0, "parse_json refuses a trailing comma with file and line");
 
   // ---- extend here as areas land (see the list at the top) ----
 
