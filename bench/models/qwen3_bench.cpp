@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       ("pp", po::value(&pp)->value_name("N")->default_value(pp), "prompt tokens")
       ("tg", po::value(&tg)->value_name("N")->default_value(tg), "generated tokens")
       ("batch", po::value(&batch_list)->value_name("LIST")->default_value(batch_list), "batch sizes, comma-separated")
-      ("reps", po::value(&reps)->value_name("N")->default_value(reps), "repetitions (the best is reported)")
+      ("reps", po::value(&reps)->value_name("N")->default_value(reps), "timed runs after one warm-up (their mean is reported)")
       ("help,h", "show this help");
   po::options_description all;
   all.add(options).add_options()("model", po::value(&model_path));

@@ -38,6 +38,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <boost/json/src.hpp>  // Boost.JSON header-only, in this one translation unit
+#include <boost/program_options.hpp>
 
 #include <algorithm>
 #include <array>
@@ -65,6 +66,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace json = boost::json;
+namespace po = boost::program_options;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using net::awaitable;
@@ -106,30 +108,38 @@ struct Target {
   throw std::invalid_argument(message + " (see --help)");
 }
 
-void print_help() {
-  std::cout <<
-      R"(izwi-loadgen: bounded streaming load on an OpenAI-compatible server on this machine.
+// The options table: --help prints it, parse_args reads argv through it.
+po::options_description option_table(Options& o) {
+  po::options_description options("options");
+  options.add_options()
+      ("url", po::value(&o.url)->value_name("URL"), "server base URL; the host must be 127.0.0.1, localhost or ::1")
+      ("model", po::value(&o.model)->value_name("ID"), "model field of the requests (default: first id of GET /v1/models)")
+      ("concurrency", po::value(&o.concurrency)->value_name("N"), "requests in flight at once, one connection each (default 1)")
+      ("requests", po::value(&o.requests)->value_name("N"), "total measured requests (bounded)")
+      ("duration", po::value(&o.duration)->value_name("S"),
+       "issue requests for S seconds, then let those in flight finish (at least one of --requests/--duration; "
+       "both: whichever ends first)")
+      ("max-tokens", po::value(&o.max_tokens)->value_name("N"), "tokens to generate per request (default 128)")
+      ("prompt-tokens", po::value(&o.prompt_tokens)->value_name("N"), "approximate prompt length in tokens (default 32)")
+      ("seed", po::value(&o.seed)->value_name("N"), "seed for the prompt words (default 1)")
+      ("api-key", po::value(&o.api_key)->value_name("KEY"), "sent as Authorization: Bearer KEY")
+      ("completions", po::bool_switch(&o.completions), "POST /v1/completions instead of /v1/chat/completions")
+      ("no-ignore-eos", po::bool_switch(), "do not send \"ignore_eos\": true")
+      ("warmup", po::value(&o.warmup)->value_name("N"), "unmeasured requests before the run (default 0)")
+      ("max-seconds", po::value(&o.max_seconds)->value_name("S"),
+       "hard wall-clock cap for the whole run (default: derived, at most 900)")
+      ("request-timeout", po::value(&o.request_timeout)->value_name("S"),
+       "a request that receives nothing for S seconds fails (default 300)")
+      ("json", po::bool_switch(&o.json_output), "print one JSON object instead of the text report")
+      ("self-test", po::bool_switch(&o.self_test), "run against a mock server started on 127.0.0.1, then exit")
+      ("help,h", "show this help");
+  return options;
+}
 
-  izwi-loadgen --url http://127.0.0.1:8080 --concurrency 8 --requests 64 --max-tokens 128
-
-  --url URL            server base URL; the host must be 127.0.0.1, localhost or ::1
-  --model ID           model field of the requests (default: first id of GET /v1/models)
-  --concurrency N      requests in flight at once, one connection each (default 1)
-  --requests N         total measured requests (bounded)
-  --duration S         issue requests for S seconds, then let those in flight finish
-                       (at least one of --requests/--duration; both: whichever ends first)
-  --max-tokens N       tokens to generate per request (default 128)
-  --prompt-tokens N    approximate prompt length in tokens (default 32)
-  --seed N             seed for the prompt words (default 1)
-  --api-key KEY        sent as Authorization: Bearer KEY
-  --completions        POST /v1/completions instead of /v1/chat/completions
-  --no-ignore-eos      do not send "ignore_eos": true
-  --warmup N           unmeasured requests before the run (default 0)
-  --max-seconds S      hard wall-clock cap for the whole run (default: derived, at most 900)
-  --request-timeout S  a request that receives nothing for S seconds fails (default 300)
-  --json               print one JSON object instead of the text report
-  --self-test          run against a mock server started on 127.0.0.1, then exit
-)";
+void print_help(const po::options_description& options) {
+  std::cout << "izwi-loadgen: bounded streaming load on an OpenAI-compatible server on this machine.\n\n"
+               "  izwi-loadgen --url http://127.0.0.1:8080 --concurrency 8 --requests 64 --max-tokens 128\n\n"
+            << options;
 }
 
 Target parse_url(const std::string& url) {
@@ -186,44 +196,21 @@ std::string endpoint(const Target& t, std::string_view route) {
   return base + std::string(route);
 }
 
-template <class T>
-T parse_number(std::string_view flag, const std::string& text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || p != end) usage_error("bad value for " + std::string(flag) + ": " + text);
-  return value;
-}
-
 Options parse_args(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      print_help();
-      std::exit(0);
-    } else if (a == "--url") o.url = value();
-    else if (a == "--model") o.model = value();
-    else if (a == "--concurrency") o.concurrency = parse_number<int>(a, value());
-    else if (a == "--requests") o.requests = parse_number<long>(a, value());
-    else if (a == "--duration") o.duration = parse_number<double>(a, value());
-    else if (a == "--max-tokens") o.max_tokens = parse_number<int>(a, value());
-    else if (a == "--prompt-tokens") o.prompt_tokens = parse_number<int>(a, value());
-    else if (a == "--seed") o.seed = parse_number<std::uint64_t>(a, value());
-    else if (a == "--api-key") o.api_key = value();
-    else if (a == "--json") o.json_output = true;
-    else if (a == "--completions") o.completions = true;
-    else if (a == "--no-ignore-eos") o.ignore_eos = false;
-    else if (a == "--warmup") o.warmup = parse_number<int>(a, value());
-    else if (a == "--max-seconds") o.max_seconds = parse_number<double>(a, value());
-    else if (a == "--request-timeout") o.request_timeout = parse_number<double>(a, value());
-    else if (a == "--self-test") o.self_test = true;
-    else usage_error("unknown argument " + a);
+  const po::options_description options = option_table(o);
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage_error(e.what());
   }
+  if (vm.count("help")) {
+    print_help(options);
+    std::exit(0);
+  }
+  o.ignore_eos = !vm["no-ignore-eos"].as<bool>();
   if (o.self_test) return o;
   if (o.concurrency < 1 || o.concurrency > 4096) usage_error("--concurrency must be 1..4096");
   if (o.requests < 0 || o.duration < 0) usage_error("--requests and --duration must not be negative");

@@ -20,7 +20,8 @@
 // refused with a tokenizer_error naming the file and the part.
 //
 // Thread safety: a loaded tokenizer is immutable; encode/decode may run on
-// many threads at once. Link izwi::tokenizer (ICU's common library).
+// many threads at once. Link izwi::tokenizer (ICU's common library; Boost.JSON
+// comes with izwi::izwi).
 
 #include <izwi/core/ids.hpp>
 #include <izwi/tokenizer/detail/bpe_merge.hpp>

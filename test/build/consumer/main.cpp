@@ -2,8 +2,8 @@
 // Built twice by CTest: against an installed izwi (find_package) and against
 // izwi's source tree (add_subdirectory). It must compile, link and exit 0.
 //
-// It uses core/ and concepts/, the parts every later area builds on, and the
-// CPU kernels: built like this (no -m or -march flags), it must still run the
+// It uses core/, concepts/, io/json.hpp (a compiled dependency: Boost.JSON) and
+// the CPU kernels: built like this (no -m or -march flags), it must still run the
 // fastest kernel variant this CPU supports (kernels/cpu/dispatch.hpp).
 // To extend it once an area lands, add a block below (and its header above):
 //   - KV cache:  construct izwi::PagedKVCache<> from a KVCacheShape and check stats()
@@ -28,6 +28,7 @@
 #include "izwi/core/step.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/elementwise.hpp"
+#include "izwi/io/json.hpp"
 
 namespace {
 
@@ -128,6 +129,16 @@ int main() {
   float total = 0.0f;
   for (float p : probabilities) total += p;
   check(total > 0.9999f && total < 1.0001f && probabilities[8] > probabilities[0], "softmax through the dispatched kernels");
+  // io: JSON through Boost.JSON, whose compiled part comes with izwi::izwi.
+  const izwi::io::JsonValue doc = izwi::io::parse_json(R"({"hidden_size": 1024, "name": "q"})", "config.json");
+  check(izwi::io::json_integer(*izwi::io::json_find(doc, "hidden_size")) == 1024, "parse_json reads a config (links Boost.JSON)");
+  std::string refusal;
+  try {
+    izwi::io::parse_json(R"({"a": 1,})", "bad.json");
+  } catch (const izwi::io::json_error& e) {
+    refusal = e.what();
+  }
+  check(refusal.find("bad.json: invalid JSON at line 1") == 0, "parse_json refuses a trailing comma with file and line");
 
   // ---- extend here as areas land (see the list at the top) ----
 

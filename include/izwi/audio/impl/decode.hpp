@@ -167,23 +167,11 @@ inline std::uint64_t declared_frames(const SF_INFO& sf, double rate, const Decod
   return static_cast<std::uint64_t>(sf.frames);
 }
 
-/// One block of interleaved frames as output frames: checked for NaN and
-/// infinity, and averaged to one channel when `mono` asks for it (into `mixed`).
-inline std::span<const float> block_frames_out(std::span<const float> block, std::uint32_t channels, bool mono,
-                                               std::vector<float>& mixed) {
-  for (const float v : block)
-    if (!std::isfinite(v))
+/// Refuses a block holding NaN or infinity.
+inline void check_finite(std::span<const float> block) {
+  for (std::size_t i = 0; i < block.size(); ++i)
+    if (!std::isfinite(block[i]))
       throw DecodeError(DecodeProblem::corrupt, "corrupt audio stream: the samples contain NaN or infinity");
-  if (!mono || channels == 1) return block;
-  const std::size_t frames = block.size() / channels;
-  mixed.resize(frames);
-  const float scale = 1.0f / static_cast<float>(channels);
-  for (std::size_t f = 0; f < frames; ++f) {
-    float sum = 0.0f;
-    for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
-    mixed[f] = sum * scale;
-  }
-  return mixed;
 }
 
 /// After the last block: a read error, no samples at all, or fewer frames
@@ -244,8 +232,18 @@ inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOp
                              " s limit (stopped reading at " + format_seconds(static_cast<double>(total + got) / rate) +
                              " s)");
     total += static_cast<std::uint64_t>(got);
-    const std::span<const float> frames = block_frames_out(
-        std::span<const float>(block.data(), static_cast<std::size_t>(got) * channels), channels, options.mono, mixed);
+    std::span<const float> frames(block.data(), static_cast<std::size_t>(got) * channels);
+    check_finite(frames);
+    if (out_channels == 1 && channels > 1) {
+      mixed.resize(static_cast<std::size_t>(got));
+      const float scale = 1.0f / static_cast<float>(channels);
+      for (sf_count_t f = 0; f < got; ++f) {
+        float sum = 0.0f;
+        for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
+        mixed[static_cast<std::size_t>(f)] = sum * scale;
+      }
+      frames = mixed;
+    }
     if (resampler)
       resampler->push(frames, out);
     else

@@ -9,6 +9,33 @@
 
 namespace izwi::audio {
 
+namespace detail {
+
+/// Widens each segment by `pad` samples on both sides: the whole pad where
+/// the gap to the neighbour allows, else half the gap each side.
+inline void pad_speech_segments(std::vector<SpeechSegment>& segments, double pad, std::size_t total_samples) {
+  const auto pad_samples = static_cast<std::size_t>(pad);
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    SpeechSegment& s = segments[i];
+    if (i == 0) s.start = s.start > pad_samples ? s.start - pad_samples : 0;
+    if (i + 1 < segments.size()) {
+      SpeechSegment& next = segments[i + 1];
+      const std::size_t gap = next.start > s.end ? next.start - s.end : 0;
+      if (static_cast<double>(gap) < 2.0 * pad) {
+        s.end += gap / 2;
+        next.start = next.start > gap / 2 ? next.start - gap / 2 : 0;
+      } else {
+        s.end = std::min(total_samples, s.end + pad_samples);
+        next.start = next.start > pad_samples ? next.start - pad_samples : 0;
+      }
+    } else {
+      s.end = std::min(total_samples, s.end + pad_samples);
+    }
+  }
+}
+
+}  // namespace detail
+
 inline std::vector<SpeechSegment> speech_segments(std::span<const float> probabilities, std::size_t total_samples,
                                                   const SpeechSegmentOptions& options) {
   if (options.sample_rate <= 0) throw izwi::invalid_argument("sample_rate", "sample rate must be positive");
@@ -70,25 +97,7 @@ inline std::vector<SpeechSegment> speech_segments(std::span<const float> probabi
   if (in_speech && total_samples > start && static_cast<double>(total_samples - start) > min_speech)
     segments.push_back({start, total_samples});
 
-  // Padding: the whole pad where the gap allows, else half the gap each side.
-  const auto pad_samples = static_cast<std::size_t>(pad);
-  for (std::size_t i = 0; i < segments.size(); ++i) {
-    SpeechSegment& s = segments[i];
-    if (i == 0) s.start = s.start > pad_samples ? s.start - pad_samples : 0;
-    if (i + 1 < segments.size()) {
-      SpeechSegment& next = segments[i + 1];
-      const std::size_t gap = next.start > s.end ? next.start - s.end : 0;
-      if (static_cast<double>(gap) < 2.0 * pad) {
-        s.end += gap / 2;
-        next.start = next.start > gap / 2 ? next.start - gap / 2 : 0;
-      } else {
-        s.end = std::min(total_samples, s.end + pad_samples);
-        next.start = next.start > pad_samples ? next.start - pad_samples : 0;
-      }
-    } else {
-      s.end = std::min(total_samples, s.end + pad_samples);
-    }
-  }
+  detail::pad_speech_segments(segments, pad, total_samples);
   return segments;
 }
 

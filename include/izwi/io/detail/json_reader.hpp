@@ -196,11 +196,11 @@ inline std::string json_string_problem(std::string_view text, std::size_t at, bo
   using boost::json::error;
   if (ec == error::incomplete) return "unterminated string";
   if (ec == error::expected_hex_digit) return "bad hex digit in a \\u escape";
-  if (ec == error::illegal_leading_surrogate || ec == error::illegal_trailing_surrogate ||
-      json_high_surrogate_before(text, at)) {
-    if (json_high_surrogate_before(text, at)) return "high surrogate in a \\u escape without its low half";
+  // Boost.JSON says "syntax error" for a high surrogate not followed by an
+  // escape, "illegal trailing surrogate" for the other two cases.
+  if (json_high_surrogate_before(text, at)) return "high surrogate in a \\u escape without its low half";
+  if (ec == error::illegal_leading_surrogate || ec == error::illegal_trailing_surrogate)
     return "lone low surrogate in a \\u escape";
-  }
   if (after_backslash) return "unknown escape in a string (JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)";
   if (at < text.size()) {
     const auto c = static_cast<unsigned char>(text[at]);
@@ -214,10 +214,10 @@ inline std::string json_string_problem(std::string_view text, std::size_t at, bo
 inline std::string json_number_problem(std::string_view text, std::size_t at) {
   if (at == 0 || at > text.size()) return "";
   const char before = text[at - 1];
-  const bool digit_here = at < text.size() && text[at] >= '0' && text[at] <= '9';
-  if (before == '0' && digit_here && (at < 2 || !(text[at - 2] >= '0' && text[at - 2] <= '9') ) &&
-      (at < 2 || text[at - 2] != '.'))
-    return "number with a leading zero";
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  // A '0' that begins the integer part (not preceded by a digit or '.') and a digit after it.
+  const bool zero_starts_number = before == '0' && (at < 2 || (!is_digit(text[at - 2]) && text[at - 2] != '.'));
+  if (zero_starts_number && at < text.size() && is_digit(text[at])) return "number with a leading zero";
   if (before == '-' && (at < 2 || (text[at - 2] != 'e' && text[at - 2] != 'E'))) return "a '-' must be followed by digits";
   if (before == '.') return "a '.' in a number must be followed by digits";
   if (before == 'e' || before == 'E' || before == '+' || before == '-') return "an exponent in a number must have digits";

@@ -22,6 +22,43 @@ inline bool regular_file_exists(const std::filesystem::path& p) {
   return std::filesystem::is_regular_file(p, ec);
 }
 
+/// What model.safetensors.index.json's weight_map says: its shards, sorted by
+/// file name (model-00001-of-00003 first), each with the tensors placed in it.
+struct ShardPlan {
+  std::vector<std::string> shards;
+  std::vector<std::vector<std::string>> tensors;  ///< per shard, in shards' order
+};
+
+inline ShardPlan read_shard_index(const std::filesystem::path& index_path) {
+  const JsonValue index_doc = read_json_file(index_path);
+  const ConfigView index(index_doc, index_path.string());
+  const ConfigView weight_map = index.object("weight_map");
+  std::map<std::string, std::size_t, std::less<>> shard_position;
+  ShardPlan in_index_order;
+  for (const auto& member : json_find(index_doc, "weight_map")->get_object()) {
+    const std::string tensor(member.key());
+    const JsonValue& shard_value = member.value();
+    if (!shard_value.is_string())
+      throw weight_map.make_error(tensor, "is " + json_kind_phrase(shard_value) + ", not a shard file name");
+    const std::string shard(*json_string(shard_value));
+    if (!is_plain_file_name(shard))
+      throw weight_map.make_error(tensor, "shard '" + shard + "' is not a plain file name inside the model directory");
+    auto [it, inserted] = shard_position.emplace(shard, in_index_order.shards.size());
+    if (inserted) {
+      in_index_order.shards.push_back(shard);
+      in_index_order.tensors.emplace_back();
+    }
+    in_index_order.tensors[it->second].push_back(tensor);
+  }
+  if (in_index_order.shards.empty()) throw index.make_error("weight_map", "names no tensors");
+  ShardPlan sorted;
+  for (auto& [shard, position] : shard_position) {  // std::map: sorted by name
+    sorted.shards.push_back(shard);
+    sorted.tensors.push_back(std::move(in_index_order.tensors[position]));
+  }
+  return sorted;
+}
+
 }  // namespace detail
 
 inline ModelDirectory ModelDirectory::open(const std::filesystem::path& directory) {
@@ -52,40 +89,14 @@ inline ModelDirectory ModelDirectory::open(const std::filesystem::path& director
   // Per shard, the tensor names the index maps to it.
   std::vector<std::vector<std::string>> wanted;
   if (detail::regular_file_exists(index_path)) {
-    const JsonValue index_doc = read_json_file(index_path);
-    const ConfigView index(index_doc, index_path.string());
-    const ConfigView weight_map = index.object("weight_map");
-    std::map<std::string, std::size_t, std::less<>> shard_position;
-    std::vector<std::string> shard_names;
-    for (const auto& member : json_find(index_doc, "weight_map")->get_object()) {
-      const std::string tensor(member.key());
-      const JsonValue& shard_value = member.value();
-      if (!shard_value.is_string())
-        throw weight_map.make_error(tensor, "is " + json_kind_phrase(shard_value) + ", not a shard file name");
-      const std::string shard(*json_string(shard_value));
-      if (!detail::is_plain_file_name(shard))
-        throw weight_map.make_error(tensor, "shard '" + shard + "' is not a plain file name inside the model directory");
-      auto [it, inserted] = shard_position.emplace(shard, shard_names.size());
-      if (inserted) {
-        shard_names.push_back(shard);
-        wanted.emplace_back();
-      }
-      wanted[it->second].push_back(tensor);
-    }
-    if (shard_names.empty()) throw index.make_error("weight_map", "names no tensors");
-    // Shard order: sorted by name, so model-00001-of-00003 comes first.
-    std::vector<std::size_t> order(shard_names.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shard_names[a] < shard_names[b]; });
-    std::vector<std::vector<std::string>> wanted_sorted;
-    for (std::size_t i : order) {
-      const std::filesystem::path shard_path = directory / shard_names[i];
+    detail::ShardPlan plan = detail::read_shard_index(index_path);
+    for (const std::string& shard : plan.shards) {
+      const std::filesystem::path shard_path = directory / shard;
       if (!detail::regular_file_exists(shard_path))
-        throw format_error(index_path.string(), "", "shard '" + shard_names[i] + "' named by weight_map is missing from the directory");
+        throw format_error(index_path.string(), "", "shard '" + shard + "' named by weight_map is missing from the directory");
       dir.files_.push_back(SafetensorsFile::open(shard_path));
-      wanted_sorted.push_back(std::move(wanted[i]));
     }
-    wanted = std::move(wanted_sorted);
+    wanted = std::move(plan.tensors);
   } else if (detail::regular_file_exists(single_path)) {
     dir.files_.push_back(SafetensorsFile::open(single_path));
   } else {
