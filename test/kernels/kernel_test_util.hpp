@@ -2,6 +2,8 @@
 // Shared helpers of the kernel tests: random data, weights in every dtype,
 // and the exact f32 values a stored weight stands for.
 
+#include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

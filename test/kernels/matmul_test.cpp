@@ -105,3 +105,52 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
     }
   }
 }
+
+TEST_CASE("matmul_group: several weights over the same activations, into column ranges of one buffer",
+          "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool(3);
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+      const std::size_t k = dtype == DType::q8_0 ? 96 : 67;
+      // q/k/v-like: three weights of different heights written side by side
+      // into one row of 37 + 16 + 70 columns, plus 3 of padding.
+      // (Named, not in a vector: a copied TestWeights's matrix still points
+      // at the original's bytes.)
+      const auto w0 = kernel_test::make_weights(dtype, 37, k, 1), w1 = kernel_test::make_weights(dtype, 16, k, 2),
+                 w2 = kernel_test::make_weights(dtype, 70, k, 3);
+      const kernel_test::TestWeights* ws[] = {&w0, &w1, &w2};
+      const std::size_t offsets[] = {0, 37, 53}, ldy = 126;
+      // Every path: streaming GEMV, batched GEMV (Q8_0 tiles from 12 rows), GEMM.
+      for (std::size_t m : {1, 2, 5, 12, 16, 19, 40}) {
+        INFO("dtype " << to_string(dtype) << " m " << m);
+        const auto x = kernel_test::random_floats(m * k, static_cast<std::uint32_t>(m + 100));
+        std::vector<float> y(m * ldy, -12345.0f);
+        std::vector<kernels::cpu::MatmulOutput> outs;
+        for (std::size_t i = 0; i < 3; ++i) outs.push_back({&ws[i]->matrix, y.data() + offsets[i], ldy});
+        kernels.matmul_group(x.data(), k, m, outs.data(), outs.size(), pool);
+        for (std::size_t i = 0; i < 3; ++i)
+          for (std::size_t r = 0; r < m; ++r)
+            for (std::size_t j = 0; j < ws[i]->matrix.rows; ++j) {
+              double ref = 0, mag = 0;
+              for (std::size_t l = 0; l < k; ++l) {
+                ref += double(x[r * k + l]) * double(ws[i]->values[j * k + l]);
+                mag += std::fabs(double(x[r * k + l]) * double(ws[i]->values[j * k + l]));
+              }
+              REQUIRE(std::fabs(double(y[r * ldy + offsets[i] + j]) - ref) <=
+                      relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+            }
+        for (std::size_t r = 0; r < m; ++r)
+          for (std::size_t j = 123; j < ldy; ++j) REQUIRE(y[r * ldy + j] == -12345.0f);  // padding untouched
+        // Bit for bit what one matmul per weight gives (the Qwen3 forward
+        // pass uses the group; its results must not depend on that).
+        for (std::size_t i = 0; i < 3; ++i) {
+          std::vector<float> single(m * ws[i]->matrix.rows);
+          kernels.matmul(x.data(), k, m, ws[i]->matrix, single.data(), ws[i]->matrix.rows, pool);
+          for (std::size_t r = 0; r < m; ++r)
+            for (std::size_t j = 0; j < ws[i]->matrix.rows; ++j)
+              REQUIRE(single[r * ws[i]->matrix.rows + j] == y[r * ldy + offsets[i] + j]);
+        }
+      }
+    }
+  });
+}

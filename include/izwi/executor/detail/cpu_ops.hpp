@@ -4,9 +4,11 @@
 // include/izwi/kernels/cpu and the executor's thread pool, with scratch
 // buffers that grow once and are reused every step.
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +58,21 @@ class CpuOps {
 
   void matmul(const float* x, std::size_t m, const kernels::cpu::WeightMatrix& w, float* y) {
     kernels::cpu::matmul(x, m, w.cols, w, y, *pool_);
+  }
+
+  /// One weight and its dense output (y[m][weight->rows]) for matmuls().
+  struct MatmulTarget {
+    const kernels::cpu::WeightMatrix* weight;
+    float* y;
+  };
+  /// matmul() for up to kernels::cpu::matmul_group_max weights over the same
+  /// x (all with cols == x's width), in one parallel pass.
+  void matmuls(const float* x, std::size_t m, std::initializer_list<MatmulTarget> targets) {
+    assert(targets.size() >= 1 && targets.size() <= kernels::cpu::matmul_group_max);
+    kernels::cpu::MatmulOutput outputs[kernels::cpu::matmul_group_max];
+    std::size_t count = 0;
+    for (const MatmulTarget& target : targets) outputs[count++] = {target.weight, target.y, target.weight->rows};
+    kernels::cpu::matmul_group(x, targets.begin()->weight->cols, m, std::span(outputs, count), *pool_);
   }
 
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out) {

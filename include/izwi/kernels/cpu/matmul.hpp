@@ -29,9 +29,12 @@
 //   weight, not once per activation row, so prefill is FMA bound.
 // Both split the work over output columns n across the pool's threads; no
 // heap allocation per call (panels live in the pool's per-worker scratch).
+// matmul_group() runs several weights over the same activations as one such
+// split (the output columns of all of them), in one parallel pass.
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "izwi/core/dtype.hpp"
 #include "izwi/executor/detail/thread_pool.hpp"
@@ -75,6 +78,25 @@ inline void matmul(const float* x, std::size_t m, std::size_t k, const WeightMat
 /// into a column range of a wider buffer.
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept;
+
+/// One product of a matmul_group: y = x · weightᵀ, rows of y ldy floats apart
+/// (ldy >= weight->rows).
+struct MatmulOutput {
+  const WeightMatrix* weight = nullptr;
+  float* y = nullptr;
+  std::size_t ldy = 0;
+};
+
+/// Most products one matmul_group call takes.
+inline constexpr std::size_t matmul_group_max = 4;
+
+/// Several products of the same activations (q/k/v, gate/up), every weight
+/// with w.cols == k: the same results as one matmul() per output, in one
+/// parallel pass over all their weight rows, so the pool synchronises once
+/// instead of once per weight, and the GEMM path packs the activations once.
+/// outputs.size() <= matmul_group_max.
+inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::span<const MatmulOutput> outputs,
+                         ThreadPool& pool) noexcept;
 
 /// Row `row` of w widened to w.cols floats (embedding lookup, tests).
 inline void dequantize_row(const WeightMatrix& w, std::size_t row, float* out) noexcept;

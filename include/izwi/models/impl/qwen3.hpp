@@ -10,6 +10,7 @@ namespace izwi {
 ///   float* ops.buffer(slot, floats)                 scratch that lives until the next call with that slot
 ///   ops.embed(table, tokens, out)                   rows of `table` for `tokens`, widened to f32
 ///   ops.matmul(x, m, weight, y)                     y[m][rows] = x[m][cols] · weightᵀ
+///   ops.matmuls(x, m, {{&w1, y1}, {&w2, y2}, ...})  the same for up to 4 weights over one x, in one pass
 ///   ops.rms_norm(x, rows, dim, weight, eps, out)    out may equal x
 ///   ops.rms_norm_heads(x, rows, heads, head_dim, weight, eps)    in place, per head
 ///   ops.rope(x, rows, heads, head_dim, positions, theta)          NeoX rotary, in place
@@ -41,9 +42,10 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
   for (std::uint32_t l = 0; l < c.num_layers; ++l) {
     const Qwen3LayerWeights& w = layers_[l];
     ops.rms_norm(x, t, hidden, w.input_norm.data(), eps, h);
-    ops.matmul(h, t, w.q_proj, q);
-    ops.matmul(h, t, w.k_proj, k);
-    ops.matmul(h, t, w.v_proj, v);
+    // q, k and v (then gate and up) read the same rows: one pass over the
+    // threads for all three instead of three (one pool synchronisation; the
+    // prefill GEMM packs the activations once).
+    ops.matmuls(h, t, {{&w.q_proj, q}, {&w.k_proj, k}, {&w.v_proj, v}});
     ops.rms_norm_heads(q, t, c.num_heads, c.head_dim, w.q_norm.data(), eps);
     ops.rms_norm_heads(k, t, c.num_kv_heads, c.head_dim, w.k_norm.data(), eps);
     ops.rope(q, t, c.num_heads, c.head_dim, batch.positions, c.rope_theta);
@@ -57,8 +59,7 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
     ops.add(x, h, t * hidden);
 
     ops.rms_norm(x, t, hidden, w.post_attention_norm.data(), eps, h);
-    ops.matmul(h, t, w.gate_proj, gate);
-    ops.matmul(h, t, w.up_proj, up);
+    ops.matmuls(h, t, {{&w.gate_proj, gate}, {&w.up_proj, up}});
     ops.silu_mul(gate, up, t * c.intermediate_size);
     ops.matmul(gate, t, w.down_proj, h);
     ops.add(x, h, t * hidden);

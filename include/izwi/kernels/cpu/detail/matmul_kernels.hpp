@@ -170,27 +170,61 @@ inline void gemv_columns(const float* x, std::size_t ldx, const WeightMatrix& w,
   for (; n < n1; ++n) gemv_tile<Arch, R, 1>(x, ldx, w, n, y, ldy);
 }
 
+/// The tasks of one matmul_group pass: each output's weight rows cut into
+/// chunks of `chunk` rows (its last one shorter), numbered output by output.
+struct GroupTasks {
+  struct Range {
+    const MatmulOutput* output;
+    std::size_t n0, n1;  // weight rows (output columns) [n0, n1)
+  };
+  const MatmulOutput* outputs;
+  std::size_t count, chunk;
+  std::size_t first[matmul_group_max + 1] = {};
+
+  GroupTasks(const MatmulOutput* outs, std::size_t n_outputs, std::size_t rows_per_task) noexcept
+      : outputs(outs), count(n_outputs), chunk(rows_per_task) {
+    for (std::size_t i = 0; i < count; ++i)
+      first[i + 1] = first[i] + (outputs[i].weight->rows + chunk - 1) / chunk;
+  }
+  std::size_t total() const noexcept { return first[count]; }
+  Range range(std::size_t task) const noexcept {
+    std::size_t i = 0;
+    while (task >= first[i + 1]) ++i;
+    const std::size_t n0 = (task - first[i]) * chunk;
+    return {&outputs[i], n0, std::min(outputs[i].weight->rows, n0 + chunk)};
+  }
+};
+
+/// Weight rows of all outputs together.
+inline std::size_t total_rows(const MatmulOutput* outs, std::size_t count) noexcept {
+  std::size_t rows = 0;
+  for (std::size_t i = 0; i < count; ++i) rows += outs[i].weight->rows;
+  return rows;
+}
+
 template <class Arch>
-inline void gemv(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
+inline void gemv(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                  ThreadPool& pool) noexcept {
-  const std::size_t n = w.rows;
-  // About 8 tasks per thread (uneven cores and a loaded machine balance
-  // themselves), at least 16 columns each.
-  std::size_t chunk = (n + pool.size() * 8 - 1) / (pool.size() * 8);
+  // About 8 tasks per thread over all outputs (uneven cores and a loaded
+  // machine balance themselves), at least 16 columns each.
+  std::size_t chunk = (total_rows(outs, count) + pool.size() * 8 - 1) / (pool.size() * 8);
   chunk = std::max<std::size_t>(16, (chunk + 3) / 4 * 4);
-  const std::size_t tasks = (n + chunk - 1) / chunk;
-  // (matmul() sends only single rows here, gemv_batched() takes 2 to 16; this
-  // path stays correct for any m.) With more than 4 activation rows, the rows
-  // go over the weights in groups of 4, one L1-sized slice of weight rows at a
-  // time: memory delivers each weight once, the later groups read it from L1.
-  const std::size_t slice = std::max<std::size_t>(4, (16384 / std::max<std::size_t>(1, w.row_bytes())) / 4 * 4);
-  pool.parallel_for(tasks, [&](std::size_t task, std::size_t) {
-    const std::size_t n0 = task * chunk, n1 = std::min(n, n0 + chunk);
+  const GroupTasks tasks(outs, count, chunk);
+  pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t) {
+    const auto [out, n0, n1] = tasks.range(task);
+    const WeightMatrix& w = *out->weight;
+    const std::size_t ldy = out->ldy;
+    // (matmul() sends only single rows here, gemv_batched() takes 2 to 16;
+    // this path stays correct for any m.) With more than 4 activation rows,
+    // the rows go over the weights in groups of 4, one L1-sized slice of
+    // weight rows at a time: memory delivers each weight once, the later
+    // groups read it from L1.
+    const std::size_t slice = std::max<std::size_t>(4, (16384 / std::max<std::size_t>(1, w.row_bytes())) / 4 * 4);
     for (std::size_t s0 = n0; s0 < n1; s0 += slice) {
       const std::size_t s1 = std::min(n1, s0 + slice);
       for (std::size_t r = 0; r < m;) {
         const float* xr = x + r * ldx;
-        float* yr = y + r * ldy;
+        float* yr = out->y + r * ldy;
         switch (m - r) {
           case 1: gemv_columns<Arch, 1>(xr, ldx, w, s0, s1, yr, ldy); r += 1; break;
           case 2: gemv_columns<Arch, 2>(xr, ldx, w, s0, s1, yr, ldy); r += 2; break;
@@ -414,10 +448,10 @@ inline void q8_0_tile_columns(const float* x, std::size_t ldx, std::size_t m, co
 }
 
 template <class Arch>
-inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y,
-                         std::size_t ldy, ThreadPool& pool) noexcept {
+inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
+                         ThreadPool& pool) noexcept {
   using B = BatchedShape<Arch>;
-  const std::size_t n = w.rows, k = w.cols;
+  const std::size_t k = outs[0].weight->cols;
   if (reinterpret_cast<std::uintptr_t>(x) % 64 != 0 || ldx % 16 != 0) {
     const std::size_t ld = (k + 15) / 16 * 16;
     auto* aligned = static_cast<float*>(pool.shared_scratch(m * ld * sizeof(float)));
@@ -425,14 +459,16 @@ inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const W
     x = aligned;
     ldx = ld;
   }
-  // About 8 tasks per thread, whole register blocks of columns.
-  std::size_t chunk = (n + pool.size() * 8 - 1) / (pool.size() * 8);
+  // About 8 tasks per thread over all outputs, whole register blocks of columns.
+  std::size_t chunk = (total_rows(outs, count) + pool.size() * 8 - 1) / (pool.size() * 8);
   chunk = std::max<std::size_t>(4 * B::cols, (chunk + B::cols - 1) / B::cols * B::cols);
-  const std::size_t tasks = (n + chunk - 1) / chunk;
-  const bool q8_0_tiles = w.dtype == DType::q8_0 && m >= B::tile_min_rows;
-  pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
-    const std::size_t n0 = task * chunk, n1 = std::min(n, n0 + chunk);
-    if (q8_0_tiles) {
+  const GroupTasks tasks(outs, count, chunk);
+  pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t worker) {
+    const auto [out, n0, n1] = tasks.range(task);
+    const WeightMatrix& w = *out->weight;
+    float* y = out->y;
+    const std::size_t ldy = out->ldy;
+    if (w.dtype == DType::q8_0 && m >= B::tile_min_rows) {
       auto* buf = static_cast<float*>(pool.scratch(worker, B::cols * B::depth * sizeof(float)));
       q8_0_tile_columns<Arch>(x, ldx, m, w, n0, n1, y, ldy, buf);
       return;
@@ -542,11 +578,11 @@ inline void gemm_micro(const float* xp, std::size_t k, const float* sub, float* 
 }
 
 template <class Arch>
-inline void gemm(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
+inline void gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                  ThreadPool& pool) noexcept {
   using G = GemmShape<Arch>;
-  const std::size_t k = w.cols, n = w.rows;
-  // Phase 1: the activations, packed once for all column panels.
+  const std::size_t k = outs[0].weight->cols;
+  // Phase 1: the activations, packed once for all column panels of all outputs.
   const std::size_t row_blocks = (m + G::mr - 1) / G::mr;
   auto* xp = static_cast<float*>(pool.shared_scratch(row_blocks * G::mr * k * sizeof(float)));
   pool.parallel_for(row_blocks, [&](std::size_t b, std::size_t) {
@@ -556,27 +592,34 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const WeightMat
   // panel's weights once, then run every row block over its sub-panels. (A
   // depth-blocked order that keeps a sub-panel slice in L1 measured slower
   // here: the packed rows then stream from L2 once per sub-panel.)
-  const std::size_t tasks = (n + G::nc - 1) / G::nc;
+  const GroupTasks tasks(outs, count, G::nc);
   const std::size_t panel_floats = G::nc * k;
-  pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
+  pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t worker) {
+    const auto [out, n0, n1] = tasks.range(task);
     float* panel = static_cast<float*>(pool.scratch(worker, (panel_floats + G::nc * G::pack_depth) * sizeof(float)));
-    const std::size_t n0 = task * G::nc;
-    pack_panel<Arch>(w, n0, panel, panel + panel_floats);
-    const std::size_t cols = std::min(G::nc, n - n0);
+    pack_panel<Arch>(*out->weight, n0, panel, panel + panel_floats);
+    const std::size_t cols = n1 - n0;
     for (std::size_t b = 0; b < row_blocks; ++b)
       for (std::size_t j = 0; j < cols; j += G::nr)
-        gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + b * G::mr * ldy + n0 + j, ldy,
-                         std::min(G::mr, m - b * G::mr), std::min(G::nr, cols - j), false);
+        gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, out->y + b * G::mr * out->ldy + n0 + j,
+                         out->ldy, std::min(G::mr, m - b * G::mr), std::min(G::nr, cols - j), false);
   });
+}
+
+template <class Arch>
+inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
+                         ThreadPool& pool) noexcept {
+  if (m == 0 || count == 0) return;
+  if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
+  else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, outs, count, pool);
+  else gemm<Arch>(x, ldx, m, outs, count, pool);
 }
 
 template <class Arch>
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept {
-  if (m == 0 || w.rows == 0) return;
-  if (m < batched_min_rows) gemv<Arch>(x, ldx, m, w, y, ldy, pool);
-  else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, w, y, ldy, pool);
-  else gemm<Arch>(x, ldx, m, w, y, ldy, pool);
+  const MatmulOutput out{&w, y, ldy};
+  matmul_group<Arch>(x, ldx, m, &out, 1, pool);
 }
 
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -23,6 +23,14 @@ inline void matmul(const float* x, std::size_t m, std::size_t k, const WeightMat
   matmul(x, w.cols, m, w, y, w.rows, pool);
 }
 
+inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::span<const MatmulOutput> outputs,
+                         ThreadPool& pool) noexcept {
+  assert(outputs.size() <= matmul_group_max);
+  for ([[maybe_unused]] const MatmulOutput& out : outputs)
+    assert(out.weight->cols == outputs[0].weight->cols && ldx >= out.weight->cols && out.ldy >= out.weight->rows);
+  active_kernels().matmul_group(x, ldx, m, outputs.data(), outputs.size(), pool);
+}
+
 inline void dequantize_row(const WeightMatrix& w, std::size_t row, float* out) noexcept {
   active_kernels().dequantize_row(w, row, out);
 }
