@@ -15,8 +15,8 @@
 // chat_template_kwargs.enable_thinking). Unknown fields are ignored, as both
 // do: OpenAI clients send many. A field sent as null counts as absent.
 //
-// Boost.JSON is a compiled library: a program using this header compiles
-// <boost/json/src.hpp> in exactly one translation unit (see docs/server.md).
+// Boost.JSON is a compiled library: izwi::izwi links Debian's libboost_json
+// (or a program compiles <boost/json/src.hpp> once; see docs/server.md).
 
 #include <cstddef>
 #include <cstdint>

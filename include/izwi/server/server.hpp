@@ -23,8 +23,8 @@
 // Errors are OpenAI's envelope ({"error": {message, type, param, code}});
 // a 500 says nothing of internals (the log has the details, with the request id).
 //
-// A program using this header compiles <boost/json/src.hpp> in exactly one
-// translation unit (Boost.JSON is not header-only).
+// Boost.JSON's compiled part comes with izwi::izwi (libboost_json), or a
+// program compiles <boost/json/src.hpp> once (see docs/server.md).
 
 #include <atomic>
 #include <chrono>
