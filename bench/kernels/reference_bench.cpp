@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 
 namespace {

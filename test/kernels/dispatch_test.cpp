@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/elementwise.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"

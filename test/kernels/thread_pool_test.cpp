@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 
 using izwi::detail::ThreadPool;
 

@@ -31,32 +31,15 @@
 #include "izwi/concepts/memory_space.hpp"
 #include "izwi/core/step.hpp"
 #include "izwi/executor/detail/cpu_ops.hpp"
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/executor/sampler.hpp"
 #include "izwi/models/forward_batch.hpp"
-#include "izwi/tokenizer/detokenizer.hpp"
 
 namespace izwi {
 
 struct CpuExecutorConfig {
   /// Worker threads, the caller included; 0 uses every hardware thread.
   std::size_t num_threads = 0;
-};
-
-/// Text of generated tokens through the model's tokenizer; no text when the
-/// checkpoint came without one.
-class ModelDetokenizer {
- public:
-  ModelDetokenizer() = default;
-  explicit ModelDetokenizer(const tokenizer::BpeTokenizer* tokenizer) {
-    if (tokenizer) inner_.emplace(*tokenizer);
-  }
-  std::string_view append(TokenId id) { return inner_ ? inner_->append(id) : std::string_view{}; }
-  /// End of the request: bytes of an unfinished character, as U+FFFD.
-  std::string_view flush() { return inner_ ? inner_->flush() : std::string_view{}; }
-
- private:
-  std::optional<tokenizer::IncrementalDetokenizer> inner_;
 };
 
 /// Model: a model family whose forward pass runs on the CPU backend's ops
@@ -75,7 +58,15 @@ class CpuExecutor {
   std::span<const TokenId> eos_token_ids() const { return model_.eos_token_ids(); }
   /// The checkpoint's context length (0: unknown, the cache bounds it).
   std::size_t max_model_len() const { return model_.config().max_position_embeddings; }
-  ModelDetokenizer make_detokenizer() const { return ModelDetokenizer(model_.tokenizer()); }
+  /// Text of the generated tokens, for a model that carries a tokenizer
+  /// (Model::tokenizer()). make_model_detokenizer is found beside the
+  /// tokenizer's type (tokenizer/detokenizer.hpp for BpeTokenizer), so this
+  /// header does not pull a tokenizer (nor ICU) into programs whose model has none.
+  auto make_detokenizer() const
+    requires requires(const Model& m) { make_model_detokenizer(m.tokenizer()); }
+  {
+    return make_model_detokenizer(model_.tokenizer());
+  }
   const Model& model() const noexcept { return model_; }
   /// Rows of the embedding table: token ids at or past it are refused.
   std::size_t vocab_size() const noexcept { return model_.vocab_size(); }

@@ -44,6 +44,7 @@
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/models/forward_batch.hpp"
 #include "izwi/tokenizer/bpe_tokenizer.hpp"
+#include "izwi/tokenizer/detokenizer.hpp"  // make_model_detokenizer, for CpuExecutor<Qwen3>
 
 namespace izwi {
 

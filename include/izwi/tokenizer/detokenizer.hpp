@@ -15,6 +15,7 @@
 #include <izwi/tokenizer/bpe_tokenizer.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,30 @@ class IncrementalDetokenizer {
   std::string text_;     ///< what the last call returned
 };
 
+/// The detokenizer of a model whose checkpoint may or may not carry a
+/// tokenizer: text when it does, none when it does not.
+class ModelDetokenizer {
+ public:
+  ModelDetokenizer() = default;
+  explicit ModelDetokenizer(const BpeTokenizer* tokenizer) {
+    if (tokenizer) inner_.emplace(*tokenizer);
+  }
+  std::string_view append(TokenId id) { return inner_ ? inner_->append(id) : std::string_view{}; }
+  /// End of the request: bytes of an unfinished character, as U+FFFD.
+  std::string_view flush() { return inner_ ? inner_->flush() : std::string_view{}; }
+
+ private:
+  std::optional<IncrementalDetokenizer> inner_;
+};
+
+/// What CpuExecutor<Model>::make_detokenizer() calls (found by argument-
+/// dependent lookup) for a model whose tokenizer() is a BpeTokenizer pointer.
+inline ModelDetokenizer make_model_detokenizer(const BpeTokenizer* tokenizer) { return ModelDetokenizer(tokenizer); }
+
 }  // namespace izwi::tokenizer
+
+namespace izwi {
+using tokenizer::ModelDetokenizer;
+}  // namespace izwi
 
 #include <izwi/tokenizer/impl/detokenizer.hpp>

@@ -20,7 +20,7 @@
 #include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/step.hpp"
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/kernels.hpp"
 
 namespace izwi::detail {

@@ -28,7 +28,7 @@
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/ids.hpp"
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 
 namespace izwi::kernels::cpu {
 

@@ -37,7 +37,7 @@
 #include <span>
 
 #include "izwi/core/dtype.hpp"
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 
 namespace izwi::kernels::cpu {
 

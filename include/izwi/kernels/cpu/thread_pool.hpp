@@ -1,5 +1,6 @@
 #pragma once
-// ThreadPool: the CPU executor's persistent workers.
+// ThreadPool: the persistent workers the CPU kernels split their work over
+// (below the executor, which owns one: kernels do not depend on executors).
 //
 //   ThreadPool pool;                       // hardware_concurrency() threads, caller included
 //   pool.parallel_for(n_tasks, [&](std::size_t task, std::size_t worker) { ... });
@@ -93,4 +94,4 @@ class ThreadPool {
 
 }  // namespace izwi::detail
 
-#include "izwi/executor/detail/impl/thread_pool.hpp"
+#include "izwi/kernels/cpu/impl/thread_pool.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Bodies of izwi/executor/detail/thread_pool.hpp.
+// Bodies of izwi/kernels/cpu/thread_pool.hpp.
 
 #include <algorithm>
 #include <atomic>
