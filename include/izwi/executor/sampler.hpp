@@ -81,7 +81,10 @@ class Sampler {
   static constexpr float negligible_logit_gap = 30.0f;
 
  private:
+  void mask_stop_tokens(std::span<float> logits, const SamplingInput& input) const;
   void apply_penalties(std::span<float> logits, const SamplingInput& input);
+  void draw(std::span<float> logits, const SamplingInput& input, SampledToken& out);
+  void draw_from_candidates(float max, const SamplingInput& input, SampledToken& out);
   void log_softmax_top(std::span<const float> logits, TokenId chosen, std::uint32_t n, SampledToken& out,
                        std::vector<TokenLogprob>* top);
 

@@ -77,10 +77,21 @@ inline void Sampler::log_softmax_top(std::span<const float> logits, TokenId chos
   for (std::uint32_t i = 0; i < n; ++i) top->push_back({candidates_[i].second, candidates_[i].first - log_z});
 }
 
+/// min_tokens hides the ways to stop: EOS and stop token ids get -infinity.
+inline void Sampler::mask_stop_tokens(std::span<float> logits, const SamplingInput& input) const {
+  const SamplingParams& p = *input.params;
+  if (input.output_tokens.size() >= p.min_tokens) return;
+  const auto vocab = static_cast<TokenId>(logits.size());
+  constexpr float masked = -std::numeric_limits<float>::infinity();
+  for (TokenId t : input.eos_token_ids)
+    if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
+  for (TokenId t : p.stop_token_ids)
+    if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
+}
+
 inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput& input,
                                     std::vector<TokenLogprob>* top_logprobs) {
   const SamplingParams& p = *input.params;
-  const auto vocab = static_cast<TokenId>(logits.size());
   SampledToken out;
 
   // 0. A broken forward pass fails the request (see SampleError): NaN and
@@ -96,93 +107,81 @@ inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput
   // 1. Raw logprobs are taken before anything changes the logits; the chosen
   //    token is not known yet, so keep a copy only when they are wanted.
   const bool want_logprobs = p.logprobs.has_value();
-  std::vector<float>* raw = nullptr;
-  if (want_logprobs) {
-    raw_.assign(logits.begin(), logits.end());
-    raw = &raw_;
-  }
+  if (want_logprobs) raw_.assign(logits.begin(), logits.end());
 
-  // 2. min_tokens hides the ways to stop.
-  if (input.output_tokens.size() < p.min_tokens) {
-    constexpr float masked = -std::numeric_limits<float>::infinity();
-    for (TokenId t : input.eos_token_ids)
-      if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
-    for (TokenId t : p.stop_token_ids)
-      if (t >= 0 && t < vocab) logits[static_cast<std::size_t>(t)] = masked;
-  }
-
-  // 3. Penalties.
-  apply_penalties(logits, input);
-
-  // 4. Greedy.
-  if (p.is_greedy()) {
-    out.token = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    if (logits[static_cast<std::size_t>(out.token)] == -infinity) {
-      out.token = -1;
-      out.error = SampleError::no_candidate;
-      return out;
-    }
-  } else {
-    // 5. Temperature, then the candidates worth sorting.
-    const float inv_t = 1.0f / p.temperature;
-    const auto top = std::max_element(logits.begin(), logits.end());
-    if (*top == -infinity) {
-      out.error = SampleError::no_candidate;
-      return out;
-    }
-    if (!(std::fabs(*top * inv_t) < infinity) || !(inv_t < infinity)) {
-      // So small a temperature that scaling overflows: its limit is greedy.
-      out.token = static_cast<TokenId>(top - logits.begin());
-      if (raw) log_softmax_top(*raw, out.token, *p.logprobs, out, top_logprobs);
-      return out;
-    }
-    float max = -std::numeric_limits<float>::infinity();
-    for (float& l : logits) {
-      l *= inv_t;
-      max = std::max(max, l);
-    }
-    const float floor = max - negligible_logit_gap;
-    candidates_.clear();
-    for (std::size_t i = 0; i < logits.size(); ++i)
-      if (logits[i] >= floor) candidates_.emplace_back(logits[i], static_cast<TokenId>(i));
-    std::sort(candidates_.begin(), candidates_.end(), std::greater<>());
-    // Probabilities relative to the top token (exp(0) = 1 for it).
-    for (auto& candidate : candidates_) candidate.first = std::exp(candidate.first - max);
-    std::size_t keep = candidates_.size();
-    if (p.min_p > 0.0f) {  // prob_i / prob_max < min_p, the top token's relative prob being 1
-      std::size_t k = 1;
-      while (k < keep && candidates_[k].first >= p.min_p) ++k;
-      keep = k;
-    }
-    if (p.top_k > 0) keep = std::min(keep, static_cast<std::size_t>(p.top_k));
-    double kept = 0.0;
-    for (std::size_t i = 0; i < keep; ++i) kept += candidates_[i].first;
-    if (p.top_p < 1.0f) {
-      // Smallest prefix whose probability (renormalised over what is kept) reaches top_p.
-      const double target = static_cast<double>(p.top_p) * kept;
-      double running = 0.0;
-      std::size_t k = 0;
-      while (k < keep) {
-        running += candidates_[k].first;
-        ++k;
-        if (running >= target) break;
-      }
-      keep = k;
-      kept = running;
-    }
-    double u = static_cast<double>(input.rng->uniform_float()) * kept;
-    out.token = candidates_[keep - 1].second;
-    for (std::size_t i = 0; i < keep; ++i) {
-      u -= candidates_[i].first;
-      if (u < 0.0) {
-        out.token = candidates_[i].second;
-        break;
-      }
-    }
-  }
-
-  if (raw) log_softmax_top(*raw, out.token, *p.logprobs, out, top_logprobs);
+  mask_stop_tokens(logits, input);  // 2.
+  apply_penalties(logits, input);   // 3.
+  draw(logits, input, out);         // 4. and 5.
+  if (out.error != SampleError::none) return out;
+  if (want_logprobs) log_softmax_top(raw_, out.token, *p.logprobs, out, top_logprobs);
   return out;
+}
+
+/// 4. Greedy, or 5. temperature and one draw among the candidates.
+inline void Sampler::draw(std::span<float> logits, const SamplingInput& input, SampledToken& out) {
+  const SamplingParams& p = *input.params;
+  constexpr float infinity = std::numeric_limits<float>::infinity();
+  const auto top = std::max_element(logits.begin(), logits.end());
+  if (*top == -infinity) {
+    out.token = -1;
+    out.error = SampleError::no_candidate;
+    return;
+  }
+  out.token = static_cast<TokenId>(top - logits.begin());
+  if (p.is_greedy()) return;
+  const float inv_t = 1.0f / p.temperature;
+  // So small a temperature that scaling overflows: its limit is greedy.
+  if (!(std::fabs(*top * inv_t) < infinity) || !(inv_t < infinity)) return;
+  float max = -infinity;
+  for (float& l : logits) {
+    l *= inv_t;
+    max = std::max(max, l);
+  }
+  const float floor = max - negligible_logit_gap;
+  candidates_.clear();
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] >= floor) candidates_.emplace_back(logits[i], static_cast<TokenId>(i));
+  draw_from_candidates(max, input, out);
+}
+
+/// Sorts the candidates, keeps those min_p, top_k and top_p allow, and draws
+/// one with the request's generator.
+inline void Sampler::draw_from_candidates(float max, const SamplingInput& input, SampledToken& out) {
+  const SamplingParams& p = *input.params;
+  std::sort(candidates_.begin(), candidates_.end(), std::greater<>());
+  // Probabilities relative to the top token (exp(0) = 1 for it).
+  for (auto& candidate : candidates_) candidate.first = std::exp(candidate.first - max);
+  std::size_t keep = candidates_.size();
+  if (p.min_p > 0.0f) {  // prob_i / prob_max < min_p, the top token's relative prob being 1
+    std::size_t k = 1;
+    while (k < keep && candidates_[k].first >= p.min_p) ++k;
+    keep = k;
+  }
+  if (p.top_k > 0) keep = std::min(keep, static_cast<std::size_t>(p.top_k));
+  double kept = 0.0;
+  for (std::size_t i = 0; i < keep; ++i) kept += candidates_[i].first;
+  if (p.top_p < 1.0f) {
+    // Smallest prefix whose probability (renormalised over what is kept) reaches top_p.
+    const double target = static_cast<double>(p.top_p) * kept;
+    double running = 0.0;
+    std::size_t k = 0;
+    while (k < keep) {
+      running += candidates_[k].first;
+      ++k;
+      if (running >= target) break;
+    }
+    keep = k;
+    kept = running;
+  }
+  double u = static_cast<double>(input.rng->uniform_float()) * kept;
+  out.token = candidates_[keep - 1].second;
+  for (std::size_t i = 0; i < keep; ++i) {
+    u -= candidates_[i].first;
+    if (u < 0.0) {
+      out.token = candidates_[i].second;
+      break;
+    }
+  }
 }
 
 }  // namespace izwi

@@ -43,15 +43,7 @@ class GgufParser {
 
   ParsedGguf parse() {
     ParsedGguf out;
-    if (bytes_.size() < 4) fail("truncated: " + std::to_string(bytes_.size()) + " bytes, shorter than the 4-byte magic");
-    if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) fail("bad magic: not a GGUF file (the first 4 bytes are not \"GGUF\")");
-    pos_ = 4;
-    out.version = read_u32("the version");
-    if (out.version == 0x03000000u || out.version == 0x02000000u)
-      fail("big-endian GGUF (version field reads " + std::to_string(out.version) + "); izwi reads little-endian files");
-    if (out.version == 1) fail("GGUF version 1 is not supported (izwi reads versions 2 and 3)");
-    if (out.version != 2 && out.version != 3)
-      fail("unsupported GGUF version " + std::to_string(out.version) + " (izwi reads versions 2 and 3)");
+    read_header(out);
     const std::uint64_t tensor_count = read_u64("the tensor count");
     const std::uint64_t metadata_count = read_u64("the metadata count");
     // Smallest possible entries: a tensor info is a 1-byte name (8 + 1), n_dims,
@@ -63,8 +55,33 @@ class GgufParser {
     if (metadata_count > remaining() / 14)
       fail("metadata count " + std::to_string(metadata_count) + " is impossible: only " + std::to_string(remaining()) +
            " bytes follow the header");
+    read_metadata(metadata_count, out);
+    out.alignment = alignment_of(out.metadata, out.alignment);
 
-    // Counts passed the check above, but an entry in memory is larger than its
+    out.tensors.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(tensor_count, reserve_limit)));
+    std::set<std::string, std::less<>> names;
+    for (std::uint64_t i = 0; i < tensor_count; ++i) out.tensors.push_back(read_tensor_info(i, names, out.alignment));
+    place_data_section(tensor_count, out);
+    return out;
+  }
+
+ private:
+  /// The magic and a version izwi reads (2 or 3, little-endian).
+  void read_header(ParsedGguf& out) {
+    if (bytes_.size() < 4) fail("truncated: " + std::to_string(bytes_.size()) + " bytes, shorter than the 4-byte magic");
+    if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) fail("bad magic: not a GGUF file (the first 4 bytes are not \"GGUF\")");
+    pos_ = 4;
+    out.version = read_u32("the version");
+    if (out.version == 0x03000000u || out.version == 0x02000000u)
+      fail("big-endian GGUF (version field reads " + std::to_string(out.version) + "); izwi reads little-endian files");
+    if (out.version == 1) fail("GGUF version 1 is not supported (izwi reads versions 2 and 3)");
+    if (out.version != 2 && out.version != 3)
+      fail("unsupported GGUF version " + std::to_string(out.version) + " (izwi reads versions 2 and 3)");
+  }
+
+  /// metadata_count entries: non-empty UTF-8 keys, each once.
+  void read_metadata(std::uint64_t metadata_count, ParsedGguf& out) {
+    // Counts passed the size check, but an entry in memory is larger than its
     // smallest form on disk: reserve a bounded amount and let real entries grow it.
     out.metadata.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(metadata_count, reserve_limit)));
     std::set<std::string, std::less<>> keys;
@@ -77,22 +94,25 @@ class GgufParser {
       GgufValue value = read_value(key);
       out.metadata.push_back({std::move(key), std::move(value)});
     }
+  }
 
-    for (const auto& entry : out.metadata) {
+  /// general.alignment when the file sets it (a u32 power of two), else `fallback`.
+  std::uint64_t alignment_of(const std::vector<GgufMetadataEntry>& metadata, std::uint64_t fallback) const {
+    for (const auto& entry : metadata) {
       if (entry.key != "general.alignment") continue;
       if (entry.value.type() != GgufValueType::uint32)
         fail("metadata 'general.alignment': is " + entry.value.describe() + ", must be a u32");
       const std::uint64_t a = entry.value.as_uint64();
       if (a == 0 || (a & (a - 1)) != 0)
         fail("metadata 'general.alignment': " + std::to_string(a) + " is not a power of two");
-      out.alignment = a;
+      fallback = a;
     }
+    return fallback;
+  }
 
-    out.tensors.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(tensor_count, reserve_limit)));
-    std::set<std::string, std::less<>> names;
-    for (std::uint64_t i = 0; i < tensor_count; ++i) out.tensors.push_back(read_tensor_info(i, names, out.alignment));
-
-    // The data section starts at the next multiple of the alignment.
+  /// The data section starts at the next multiple of the alignment; every
+  /// tensor's bytes must lie inside it and no two may overlap.
+  void place_data_section(std::uint64_t tensor_count, ParsedGguf& out) const {
     const std::uint64_t header_end = pos_;
     const std::uint64_t padding = (out.alignment - header_end % out.alignment) % out.alignment;
     if (tensor_count > 0 && padding > remaining())
@@ -121,10 +141,8 @@ class GgufParser {
                                                 prev.name + "' at [" + std::to_string(prev.offset) + ", " +
                                                 std::to_string(prev.offset + prev.byte_size) + ")");
     }
-    return out;
   }
 
- private:
   [[noreturn]] void fail(const std::string& problem) const { throw format_error(file_, "", problem); }
   [[noreturn]] void fail_at(std::size_t offset, const std::string& problem) const {
     throw format_error(file_, "", problem + " (at byte " + std::to_string(offset) + ")");
