@@ -77,8 +77,6 @@ struct Request {
   TimePoint arrival_time{};
   /// Isolates prefix-cache reuse: only requests with the same salt share cached blocks.
   std::string cache_salt;
-  /// The client reads a stream of chunks rather than waiting for the whole output.
-  bool stream = false;
 };
 
 /// The parts of a request that key its prefix-cache blocks besides the tokens.

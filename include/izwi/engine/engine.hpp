@@ -40,6 +40,7 @@
 #include "izwi/core/request.hpp"
 #include "izwi/core/step.hpp"
 #include "izwi/engine/detail/mailbox.hpp"
+#include "izwi/engine/detail/step_metrics.hpp"
 #include "izwi/engine/detail/policy_checks.hpp"
 #include "izwi/engine/detail/request_record.hpp"
 #include "izwi/engine/engine_config.hpp"
@@ -145,6 +146,7 @@ class Engine {
   void deliver(Record& record, StreamChunk&& chunk);
   void end_request(RequestId id, FinishReason reason, TimePoint now);
   void refresh_gauges();
+  void notify_streams();
 
   [[no_unique_address]] Scheduler scheduler_;
   [[no_unique_address]] KVCache kv_cache_;
@@ -160,6 +162,10 @@ class Engine {
   StepResult result_;
   std::vector<StreamChunk> polled_chunks_;
   std::vector<RequestId> finished_this_step_;
+  // What this step adds to the metrics (published once, in refresh_gauges)
+  // and the streams it gave chunks to (notified once, after the step).
+  detail::StepMetrics step_metrics_;
+  std::vector<std::shared_ptr<detail::StreamChannel>> streams_to_notify_;
   std::size_t last_plan_tokens_ = 0;
   // The fault path (exception barrier): the current plan's ids, the
   // generators as they were before execute, and a one-sequence plan for retries.

@@ -11,13 +11,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "izwi/core/ids.hpp"
+#include "izwi/engine/detail/chunk_ring.hpp"
 #include "izwi/engine/detail/mailbox.hpp"
 #include "izwi/engine/output.hpp"
 
@@ -29,7 +29,7 @@ namespace detail {
 class StreamChannel {
  public:
   StreamChannel(RequestId id, std::size_t capacity, std::shared_ptr<EngineMailbox> mailbox)
-      : id_(id), capacity_(capacity < 1 ? 1 : capacity), mailbox_(std::move(mailbox)) {}
+      : id_(id), capacity_(capacity < 1 ? 1 : capacity), mailbox_(std::move(mailbox)), chunks_(capacity_ + 1) {}
 
   RequestId id() const noexcept { return id_; }
 
@@ -37,16 +37,28 @@ class StreamChannel {
   /// Always accepted; the engine keeps the queue within capacity by pausing
   /// the request, and the final chunk may take one slot beyond it.
   void push(StreamChunk chunk) {
+    push_quietly(std::move(chunk));
+    notify();
+  }
+  /// push() without waking the consumer: the engine queues every chunk of a
+  /// step this way and calls notify() once per stream after the step, outside
+  /// its locks.
+  void push_quietly(StreamChunk&& chunk) {
+    std::lock_guard lock(mutex_);
+    if (chunk.finished()) producer_done_ = true;
+    chunks_.push_back(std::move(chunk));
+  }
+  /// Wakes a blocked next() and calls the listener, if any.
+  void notify() {
     std::shared_ptr<const std::function<void()>> listener;
     {
       std::lock_guard lock(mutex_);
-      if (chunk.finished()) producer_done_ = true;
-      chunks_.push_back(std::move(chunk));
       listener = listener_;
     }
     ready_.notify_all();
     if (listener) (*listener)();
   }
+
   bool full() const {
     std::lock_guard lock(mutex_);
     return chunks_.size() >= capacity_;
@@ -121,7 +133,7 @@ class StreamChannel {
   std::shared_ptr<EngineMailbox> mailbox_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<StreamChunk> chunks_;
+  ChunkRing chunks_;
   // Shared so push() can call it outside the lock while close() drops it.
   std::shared_ptr<const std::function<void()>> listener_;
   bool producer_done_ = false;   // final chunk pushed

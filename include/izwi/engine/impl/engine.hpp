@@ -44,6 +44,7 @@ Engine<S, K, E>::~Engine() {
   unfinished.reserve(records_.size());
   for (auto& [id, record] : records_) unfinished.push_back(id);
   for (RequestId id : unfinished) end_request(id, FinishReason::abort, now);
+  notify_streams();  // consumers blocked in next() see their final chunk
 }
 
 // --- submission (any thread) -------------------------------------------------
@@ -227,7 +228,16 @@ std::span<const StreamChunk> Engine<S, K, E>::step_locked() {
     recover_from_fault("an exception of unknown type");
   }
   refresh_gauges();
+  notify_streams();
   return polled_chunks_;
+}
+
+/// Wakes the consumers of every stream that got chunks this step, once each
+/// step and outside every engine lock (a listener posts to an I/O strand).
+template <class S, class K, class E>
+void Engine<S, K, E>::notify_streams() {
+  for (const auto& channel : streams_to_notify_) channel->notify();
+  streams_to_notify_.clear();
 }
 
 template <class S, class K, class E>
@@ -476,8 +486,7 @@ void Engine<S, K, E>::admit(detail::EngineCommand& command) {
 template <class S, class K, class E>
 void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
   (void)plan;
-  EngineMetrics& m = metrics_;
-  std::lock_guard metrics_lock(metrics_mutex_);
+  detail::StepMetrics& m = step_metrics_;  // published with the gauges, at the end of the step
   finished_this_step_.clear();
   for (const SequenceOutput& out : result_.outputs) {
     auto it = records_.find(out.id);
@@ -557,7 +566,8 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
 template <class S, class K, class E>
 void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
   if (r.stream) {
-    r.stream->push(std::move(chunk));
+    r.stream->push_quietly(std::move(chunk));
+    if (streams_to_notify_.empty() || streams_to_notify_.back() != r.stream) streams_to_notify_.push_back(r.stream);
     // Back-pressure: a full stream pauses its request until the consumer reads.
     if (!r.finished && !r.paused && r.stream->full()) {
       r.paused = true;
@@ -568,8 +578,9 @@ void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
   }
 }
 
-/// Marks a record finished and delivers its final chunk or output. Caller
-/// holds metrics_mutex_; the scheduler and the record table are updated by the caller.
+/// Marks a record finished and delivers its final chunk or output; its
+/// metrics go to this step's StepMetrics. The scheduler and the record table
+/// are updated by the caller.
 template <class S, class K, class E>
 void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint now) {
   // Bytes of a character the last token left unfinished come out as U+FFFD,
@@ -579,12 +590,18 @@ void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint no
     if (!r.stop_string) r.text += r.detokenizer.flush();
   r.finished = true;
   r.finish_reason = reason;
-  EngineMetrics& m = metrics_;
+  detail::StepMetrics& m = step_metrics_;
   ++m.finished_requests[static_cast<std::size_t>(reason)];
   m.e2e_request_latency.observe(seconds_between(r.arrival, now));
   if (r.scheduled) m.request_queue_time.observe(seconds_between(r.arrival, r.first_scheduled));
   const RequestStats stats = r.stats(now);
   if (stats.real_time_factor > 0) m.audio_real_time_factor.observe(stats.real_time_factor);
+  {
+    // Once per finished request (never per token): whoever sees a request's
+    // final output finds its metrics already counted.
+    std::lock_guard lock(metrics_mutex_);
+    step_metrics_.publish_to(metrics_);
+  }
   if (r.waiter) {
     r.waiter->fulfil(r.take_output(now));
   } else {
@@ -602,10 +619,7 @@ void Engine<S, K, E>::end_request(RequestId id, FinishReason reason, TimePoint n
   scheduler_.finish(id, reason, kv_cache_);
   auto it = records_.find(id);
   if (it == records_.end()) return;
-  {
-    std::lock_guard metrics_lock(metrics_mutex_);
-    finish_record(it->second, reason, now);
-  }
+  finish_record(it->second, reason, now);
   records_.erase(it);
 }
 
@@ -617,6 +631,7 @@ void Engine<S, K, E>::refresh_gauges() {
   num_running_.store(running, std::memory_order_relaxed);
   const KVCacheStats kv = kv_cache_.stats();
   std::lock_guard lock(metrics_mutex_);
+  step_metrics_.publish_to(metrics_);
   metrics_.num_requests_waiting = waiting + num_queued_.load(std::memory_order_relaxed);
   metrics_.num_requests_running = running;
   metrics_.kv_cache_usage = kv.usage();

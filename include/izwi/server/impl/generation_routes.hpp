@@ -352,7 +352,6 @@ inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) 
                               "messages");
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
-  request.stream = parsed.stream;
   detail::PreparedGeneration out;
   out.kind = detail::GenerationJob::Kind::chat;
   out.streaming = parsed.stream;
@@ -393,7 +392,6 @@ inline detail::PreparedGeneration Server::prepare_completion(const std::string& 
   out.prompt_tokens = request.prompt_tokens.size();
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
-  request.stream = parsed.stream;
   out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
   out.engine = std::move(engine);
   return out;
