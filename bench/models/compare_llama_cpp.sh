@@ -99,6 +99,7 @@ print("|---|---|---|---|---|---|---|")
 for t in types:
     for n in threads:
         izwi, peer, arch, loaded = {}, {}, set(), []
+        printed_build = t != types[0] or n != threads[0]
         for r in range(1, rounds + 1):
             for line in (out / f"izwi-{t}-{n}-r{r}.txt").read_text().splitlines():
                 m = re.match(r"izwi\s+(pp\d+|tg\d+|B=\s*\d+)\s+([\d.]+)", line)
@@ -108,7 +109,8 @@ for t in types:
             for rec in json.loads((out / f"llama-bench-{t}-{n}-r{r}.json").read_text()):
                 key = f"pp{rec['n_prompt']}" if rec["n_prompt"] else f"tg{rec['n_gen']}"
                 peer.setdefault(key, []).append(rec["avg_ts"])
-                if r == 1 and t == types[0] and n == threads[0]:
+                if not printed_build and rec.get("build_commit"):
+                    printed_build = True
                     print(f"llama.cpp build {rec.get('build_commit')} ({rec.get('build_number')}), backends {rec.get('backends')}, cpu {rec.get('cpu_info')}", file=sys.stderr)
             for line in (out / f"llama-batched-{t}-{n}-r{r}.txt").read_text().splitlines():
                 cells = [c.strip() for c in line.strip().strip("|").split("|")]
