@@ -1144,6 +1144,9 @@ class SlowSubmitEngine {
     std::vector<izwi::TokenId> encode(std::string_view text) const {
       return std::vector<izwi::TokenId>(text.begin(), text.end());
     }
+    std::vector<izwi::TokenId> encode(std::string_view text, const izwi::tokenizer::EncodeOptions&) const {
+      return encode(text);
+    }
     std::string_view token_bytes(izwi::TokenId) const { return "x"; }
   };
   struct Model {
