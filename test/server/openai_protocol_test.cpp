@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <izwi/server/openai.hpp>
+#include <izwi/server/sse.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -601,4 +602,37 @@ TEST_CASE("stop sequences and stop_token_ids are capped, the cap named", "[serve
   CHECK(chat_error(chat_body(R"("stop":")" + long_stop + R"(")")).param == std::optional<std::string>("stop"));
   CHECK(parse_chat_completion_request(chat_body(R"("stop":")" + long_stop.substr(1) + R"(")")).sampling.stop.size() ==
         1u);
+}
+
+TEST_CASE("SSE text chunks from the pre-serialised envelope equal serialising the whole chunk",
+          "[server][openai][sse]") {
+  // Every ASCII byte alone, multilingual text, JSON's special characters, and
+  // invalid UTF-8 (repaired the same way on both paths).
+  std::vector<std::string> texts;
+  for (int c = 1; c < 128; ++c) texts.emplace_back(1, static_cast<char>(c));
+  texts.emplace_back(std::string("\0", 1));
+  texts.emplace_back("Hello, \"world\"\\ / \u00e9\u4e2d\u6587 \U0001F600\t\r\n\x7f");
+  texts.emplace_back("</script><|im_end|> \u2028\u2029");
+  texts.emplace_back("\xff\xfe broken \xe4\xb8 utf-8 \xc3");
+  texts.emplace_back("");
+  for (bool include_usage : {false, true}) {
+    ResponseMeta meta;
+    meta.id = make_response_id("chatcmpl-");
+    meta.created = 1700000000;
+    meta.model = "model \"quoted\" \u00fc";
+    meta.include_usage = include_usage;
+    const TextChunkEnvelope chat = TextChunkEnvelope::chat(meta);
+    const TextChunkEnvelope completion = TextChunkEnvelope::completion(meta);
+    for (const std::string& text : texts) {
+      INFO("include_usage " << include_usage << ", text of " << text.size() << " bytes");
+      ChatDelta delta;
+      delta.content = std::string_view(text);
+      std::string fast;
+      chat.append_event(fast, text);
+      CHECK(fast == sse::data(json::serialize(chat_completion_chunk_json(meta, delta))));
+      fast.clear();
+      completion.append_event(fast, text);
+      CHECK(fast == sse::data(json::serialize(completion_chunk_json(meta, text))));
+    }
+  }
 }

@@ -217,6 +217,29 @@ boost::json::object completion_chunk_json(const ResponseMeta& meta, std::string_
 /// The include_usage chunk of a completion stream: "choices": [] and "usage".
 boost::json::object completion_usage_chunk_json(const ResponseMeta& meta, const Usage& usage);
 
+/// A streamed text chunk (chat delta content, or completion text, without
+/// logprobs) as SSE, rendered from its JSON envelope serialised once per
+/// request: each token's event is the envelope's prefix, the escaped text and
+/// its suffix — the bytes boost::json::serialize gives for the whole chunk,
+/// without building and serialising a JSON tree per token.
+class TextChunkEnvelope {
+ public:
+  static TextChunkEnvelope chat(const ResponseMeta& meta);
+  static TextChunkEnvelope completion(const ResponseMeta& meta);
+  /// Appends `data: {chunk}\n\n` for `text` (repaired first if it is not
+  /// valid UTF-8, as the chunk builders do).
+  void append_event(std::string& out, std::string_view text) const;
+
+ private:
+  static TextChunkEnvelope around(std::string serialized);
+  std::string prefix_;
+  std::string suffix_;
+};
+
+/// `text` as the body of a JSON string, escaped exactly as Boost.JSON's
+/// serializer escapes it (", \\, \b \f \n \r \t, other controls as \u00xx).
+void append_json_escaped(std::string& out, std::string_view text);
+
 /// {"id", "object": "model", "created", "owned_by"}.
 boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by);
 /// {"object": "list", "data": [...]} of model_json objects.

@@ -100,6 +100,9 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
     meta_.created = openai::unix_time_now();
     meta_.model = std::move(model_name);
     meta_.include_usage = include_usage && streaming;
+    if (streaming_)
+      text_envelope_ = kind == Kind::chat ? openai::TextChunkEnvelope::chat(meta_)
+                                          : openai::TextChunkEnvelope::completion(meta_);
   }
 
   /// On the strand: attaches to the session, starts the stream's head and
@@ -185,7 +188,10 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
       return;
     }
     if (chunk.text.empty() && lps.empty()) return;
-    if (kind_ == Kind::chat) {
+    if (lps.empty()) {
+      // The common case, once per token: no JSON tree, one copy of the text.
+      text_envelope_.append_event(out, chunk.text);
+    } else if (kind_ == Kind::chat) {
       openai::ChatDelta delta;
       delta.content = std::string_view(chunk.text);
       if (!lps.empty()) delta.logprobs = openai::chat_logprobs_json(lps);
@@ -196,14 +202,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
       sse::append_data(out, boost::json::serialize(openai::completion_chunk_json(meta_, chunk.text, std::nullopt,
                                                                                  std::move(logprobs))));
     }
-    text_offset_ += count_code_points(chunk.text);
-  }
-
-  static std::size_t count_code_points(std::string_view s) noexcept {
-    std::size_t n = 0;
-    for (char c : s)
-      if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
-    return n;
+    text_offset_ += izwi::detail::count_code_points(chunk.text);
   }
 
   void finish() {
@@ -257,6 +256,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
   bool streaming_;
   bool want_logprobs_;
   openai::ResponseMeta meta_;
+  openai::TextChunkEnvelope text_envelope_;  // streaming: a text chunk's JSON around its text
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t completion_tokens_ = 0;
   std::string text_;

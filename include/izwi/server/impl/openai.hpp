@@ -239,13 +239,6 @@ inline std::variant<std::string, std::vector<TokenId>> read_prompt(const boost::
   return read_token_ids(array, "prompt");
 }
 
-inline std::size_t count_code_points(std::string_view text) noexcept {
-  std::size_t n = 0;
-  for (char c : text)
-    if ((static_cast<unsigned char>(c) & 0xc0u) != 0x80u) ++n;
-  return n;
-}
-
 /// Log-probabilities as OpenAI writes them: finite, with -9999.0 standing for
 /// "very unlikely" (JSON has no -Infinity).
 inline double json_logprob(float logprob) noexcept {
@@ -454,7 +447,7 @@ inline boost::json::object completion_logprobs_json(std::span<const PositionLogp
   for (const PositionLogprobs& position : positions) {
     std::string token = sanitize_utf8(position.sampled.token);
     text_offset.emplace_back(static_cast<std::uint64_t>(offset));
-    offset += count_code_points(token);
+    offset += izwi::detail::count_code_points(token);
     token_logprobs.emplace_back(json_logprob(position.sampled.logprob));
     tokens.emplace_back(boost::json::string(token));
     if (position.top.empty()) {
@@ -581,5 +574,69 @@ inline boost::json::object error_json(const ApiError& error) {
 }
 
 inline std::string error_body(const ApiError& error) { return boost::json::serialize(error_json(error)); }
+
+inline void append_json_escaped(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 0x20) {
+          out += "\\u00";
+          out += hex[u >> 4];
+          out += hex[u & 0xF];
+        } else {
+          out += c;
+        }
+    }
+  }
+}
+
+namespace detail {
+/// Stands for the text in the envelope: control characters no model id or
+/// response id holds, serialised as \u0001\u0002\u0003.
+inline constexpr std::string_view envelope_marker = "\x01\x02\x03";
+inline constexpr std::string_view envelope_marker_serialized = "\\u0001\\u0002\\u0003";
+}  // namespace detail
+
+inline TextChunkEnvelope TextChunkEnvelope::around(std::string serialized) {
+  TextChunkEnvelope e;
+  const std::size_t at = serialized.find(detail::envelope_marker_serialized);
+  // The marker is ours and appears once: the ids are sanitised text of the
+  // server's own making or a model name, neither holding control characters.
+  e.prefix_ = serialized.substr(0, at);
+  e.suffix_ = serialized.substr(at + detail::envelope_marker_serialized.size());
+  return e;
+}
+
+inline TextChunkEnvelope TextChunkEnvelope::chat(const ResponseMeta& meta) {
+  ChatDelta delta;
+  delta.content = detail::envelope_marker;
+  return around(boost::json::serialize(chat_completion_chunk_json(meta, delta)));
+}
+
+inline TextChunkEnvelope TextChunkEnvelope::completion(const ResponseMeta& meta) {
+  return around(boost::json::serialize(completion_chunk_json(meta, detail::envelope_marker)));
+}
+
+inline void TextChunkEnvelope::append_event(std::string& out, std::string_view text) const {
+  out.reserve(out.size() + prefix_.size() + suffix_.size() + text.size() + 16);
+  out += "data: ";
+  out += prefix_;
+  if (izwi::detail::is_valid_utf8(text)) {
+    append_json_escaped(out, text);
+  } else {
+    append_json_escaped(out, sanitize_utf8(text));
+  }
+  out += suffix_;
+  out += "\n\n";
+}
 
 }  // namespace izwi::server::openai
