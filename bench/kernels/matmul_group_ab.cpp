@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
