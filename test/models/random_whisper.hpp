@@ -1,0 +1,42 @@
+#pragma once
+// The random-weight Whisper (tiny shape, seed 7) the Whisper tests share,
+// written once per build tree by izwi-make-random-whisper from whisper.cpp's
+// for-tests-ggml-tiny.bin (mel filters + vocabulary): an HF directory, an F32
+// ggml file and an F16 ggml file of the same arrays. The goldens under
+// test/models/goldens come from the same command (test/reference/whisper_cpp_goldens.sh).
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace izwi::testing {
+
+/// ../shared/fixtures beside the source tree, or $IZWI_FIXTURES_DIR when set
+/// (a git worktree has no shared/ beside it).
+inline std::filesystem::path whisper_fixtures() {
+  if (const char* dir = std::getenv("IZWI_FIXTURES_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return std::filesystem::path(IZWI_FIXTURES_DIR);
+}
+
+/// False (with the reason printed) when ../shared/fixtures is absent.
+inline bool have_whisper_fixtures() {
+  if (std::filesystem::exists(whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin")) return true;
+  WARN("SKIPPED: " << whisper_fixtures() << " lacks whisper/for-tests-ggml-tiny.bin (../shared/fixtures)");
+  return false;
+}
+
+inline std::filesystem::path random_whisper() {
+  const std::filesystem::path dir = std::filesystem::current_path() / "random-whisper-tiny";
+  if (!std::filesystem::exists(dir / "ggml-model-f16.bin")) {
+    const std::string command = std::string(IZWI_MAKE_RANDOM_WHISPER) + " --out " + dir.string() + " --vocab-from " +
+                                (whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin").string() +
+                                " --tiktoken " + (whisper_fixtures() / "whisper/multilingual.tiktoken").string() +
+                                " --seed 7 --ggml-type f16 > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  return dir;
+}
+
+}  // namespace izwi::testing

@@ -1,0 +1,207 @@
+// Whisper's forward passes: the Hugging Face and ggml loaders agree, KV-cached
+// decoding equals a full recompute, and izwi matches whisper.cpp on the same
+// random weights (goldens from test/reference/whisper_cpp_goldens.sh).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "izwi/audio/decode.hpp"
+#include "izwi/audio/mel.hpp"
+#include "izwi/io/json.hpp"
+#include "izwi/models/whisper.hpp"
+#include "izwi/models/whisper_runner.hpp"
+#include "models/random_whisper.hpp"
+
+using namespace izwi;
+
+namespace {
+
+static_assert(WhisperOps<detail::CpuOps>);
+static_assert(ModelFamily<Whisper>);
+
+// Against whisper.cpp: max |Δ| / max |reference| over the sampled values.
+// whisper.cpp rounds the conv im2col and both KV caches to f16 and takes GELU
+// (tanh form) from an f16 table; izwi computes in f32 with erf GELU and an f16
+// self-attention cache. Measured on jfk.wav / silero_test.wav: encoder 3.7e-4 /
+// 4.9e-4, prompt logits 6.7e-4 / 4.8e-4. The gates leave about 5x margin.
+constexpr double WHISPER_ENCODER_TOLERANCE = 2.5e-3;
+constexpr double WHISPER_LOGITS_TOLERANCE = 2.5e-3;
+
+std::vector<float> log_mel_of(const std::string& file) {
+  audio::DecodeOptions options;
+  options.target_sample_rate = audio::whisper_sample_rate;
+  const auto decoded = audio::decode_file(testing::whisper_fixtures() / "audio" / file, options);
+  return audio::WhisperLogMel(80)(decoded.audio.samples).values;
+}
+
+/// Loaded once per process: each load copies ~150 MB.
+const Whisper& model(const std::string& file, DType kv = DType::f32) {
+  static std::map<std::pair<std::string, DType>, std::unique_ptr<Whisper>> cache;
+  auto& slot = cache[{file, kv}];
+  if (!slot) {
+    WhisperLoadOptions options;
+    options.kv_cache_dtype = kv;
+    slot = std::make_unique<Whisper>(Whisper::load(testing::random_whisper() / file, options));
+  }
+  return *slot;
+}
+
+/// max |a - b| / max |b|.
+double relative_difference(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+TEST_CASE("Whisper: the HF directory and the ggml file give the same encoder output and logits", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto mel = log_mel_of("jfk.wav");
+  const Whisper& ggml = model("ggml-model.bin");
+  const Whisper& hf = model("hf");
+  REQUIRE(ggml.config().d_model == hf.config().d_model);
+  REQUIRE(ggml.tokenizer() != nullptr);
+  REQUIRE(hf.tokenizer() != nullptr);  // from vocab.json
+  CHECK(hf.tokenizer()->token_text(1000) == ggml.tokenizer()->token_text(1000));
+
+  WhisperRunner a(ggml, {.num_threads = 2}), b(hf, {.num_threads = 2});
+  a.start(mel);
+  b.start(mel);
+  // Same f32 arrays, same code: only the file format differs.
+  CHECK(relative_difference(a.encoder_output(), b.encoder_output()) == 0.0);
+  const auto prompt = ggml.tokenizer()->sot_sequence("en", false, false);
+  const auto la = copy(a.feed(prompt));
+  CHECK(relative_difference(la, b.feed(prompt)) == 0.0);
+
+  // The F16 file: weights rounded to f16 (relative error 2^-11 each).
+  const Whisper& f16 = model("ggml-model-f16.bin");
+  WhisperRunner c(f16, {.num_threads = 2});
+  c.start(mel);
+  CHECK(relative_difference(c.encoder_output(), a.encoder_output()) < 2e-2);
+  CHECK(relative_difference(c.feed(prompt), la) < 2e-2);
+}
+
+TEST_CASE("Whisper: KV-cached decoding equals a full recompute", "[whisper][models][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto mel = log_mel_of("jfk.wav");
+  const Whisper& m = model("ggml-model.bin");
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(mel);
+  WhisperGreedyOptions greedy;
+  greedy.apply_rules = false;
+  greedy.max_tokens = 24;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, greedy);
+  REQUIRE(r.tokens.size() >= 8);
+
+  // Decode token by token (cache), then feed the whole sequence at once (recompute).
+  std::vector<TokenId> all = r.prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+  run.restart();
+  std::vector<float> stepwise = copy(run.feed(r.prompt));
+  for (std::size_t i = 0; i + 1 < r.tokens.size(); ++i) {
+    const auto row = run.feed(std::span(&r.tokens[i], 1));
+    stepwise.insert(stepwise.end(), row.begin(), row.end());
+  }
+  run.restart();
+  const auto full = copy(run.feed(all, /*all_rows=*/true));
+  const std::size_t vocab = m.vocab_size();
+  const std::span<const float> recomputed(full.data() + (r.prompt.size() - 1) * vocab, stepwise.size());
+  // f32 throughout; GEMV vs GEMM summation order only.
+  CHECK(relative_difference(stepwise, recomputed) < 1e-5);
+  // And greedy over the recomputed rows gives the same tokens.
+  for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+    const auto row = recomputed.subspan(i * vocab, vocab);
+    CHECK(std::max_element(row.begin(), row.end()) - row.begin() == r.tokens[i]);
+  }
+}
+
+TEST_CASE("Whisper: decoding rules keep the output well formed", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  const auto& s = m.special_tokens();
+  WhisperGreedyOptions options;
+  options.timestamps = true;
+  options.max_tokens = 40;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  CHECK(s.is_timestamp(r.tokens.front()));
+  CHECK(r.tokens.front() <= s.timestamp_begin + 50);  // the first timestamp is at most 1 s
+  TokenId last_timestamp = 0;
+  for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+    const TokenId t = r.tokens[i];
+    CHECK((t < s.eot || s.is_timestamp(t)));  // no special token is generated
+    if (s.is_timestamp(t)) {
+      CHECK(t >= last_timestamp);
+      last_timestamp = t;
+    }
+    if (i >= 2 && s.is_timestamp(r.tokens[i - 1]) && s.is_timestamp(r.tokens[i - 2])) CHECK_FALSE(s.is_timestamp(t));
+  }
+  options.timestamps = false;
+  const WhisperGreedyResult plain = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(plain.tokens.empty());
+  CHECK(plain.tokens.front() != *m.tokenizer()->token_to_id(" "));
+  for (TokenId t : plain.tokens) CHECK(t < s.eot);
+}
+
+TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin", DType::f16);  // whisper.cpp keeps its KV caches in f16
+  WhisperRunner run(m, {.num_threads = 2});
+  for (const std::string name : {"jfk", "silero_test"}) {
+    INFO(name);
+    const auto golden_path =
+        std::filesystem::path(IZWI_SOURCE_DIR) / "test/models/goldens" / ("whisper-tiny-random-" + name + ".json");
+    REQUIRE(std::filesystem::exists(golden_path));
+    const io::JsonValue golden = io::read_json_file(golden_path);
+    run.start(log_mel_of(name + ".wav"));
+
+    // Encoder output (see the tolerances above).
+    const auto& sample = golden.find("encoder")->as_array();
+    const auto stride = static_cast<std::size_t>(golden.find("encoder_stride")->as_int64());
+    std::vector<float> mine, theirs;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      mine.push_back(run.encoder_output()[i * stride]);
+      theirs.push_back(static_cast<float>(sample[i].as_double()));
+    }
+    CHECK(relative_difference(mine, theirs) < WHISPER_ENCODER_TOLERANCE);
+
+    std::vector<TokenId> prompt;
+    for (const auto& t : golden.find("prompt")->as_array()) prompt.push_back(static_cast<TokenId>(t.as_int64()));
+    CHECK(prompt == m.tokenizer()->sot_sequence("en", false, false));
+    const auto logits = copy(run.feed(prompt));
+    const auto& golden_logits = golden.find("prompt_logits")->as_array();
+    const auto logit_stride = static_cast<std::size_t>(golden.find("prompt_logits_stride")->as_int64());
+    mine.clear();
+    theirs.clear();
+    for (std::size_t i = 0; i < golden_logits.size(); ++i) {
+      mine.push_back(logits[i * logit_stride]);
+      theirs.push_back(static_cast<float>(golden_logits[i].as_double()));
+    }
+    CHECK(relative_difference(mine, theirs) < WHISPER_LOGITS_TOLERANCE);
+
+    WhisperGreedyOptions plain;
+    plain.apply_rules = false;  // the driver takes the argmax of all logits
+    const WhisperGreedyResult r = whisper_greedy_decode(run, plain);
+    std::vector<TokenId> expected, got = r.tokens;
+    for (const auto& t : golden.find("greedy")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+    if (r.reached_end) got.push_back(m.special_tokens().eot);
+    CHECK(got == expected);
+
+    const WhisperLanguage language = whisper_detect_language(run);
+    CHECK(language.code == golden.find("language")->as_string());
+    CHECK(language.probability == Approx(golden.find("language_probability")->as_double()).epsilon(0.02));
+  }
+}

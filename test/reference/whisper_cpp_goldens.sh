@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerates izwi's Whisper goldens (test/models/goldens/whisper-tiny-random-*.json)
+# from whisper.cpp, built natively from the source npm's @fugood/whisper.node
+# 1.1.3 ships (test/reference/whisper_cpp_build.sh). CI never runs this: it
+# compares against the committed goldens (test/models/whisper_reference_test.cpp).
+#
+# The model is the random-weight Whisper of the tiny shape that
+# izwi-make-random-whisper writes (seed 7) as a ggml file; the input is izwi's
+# log-mel of each audio file (so the comparison is of the model alone):
+#
+#   test/reference/whisper_cpp_goldens.sh [build dir]   # default build-test/dev
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$root/build-test/dev}"
+fixtures="${IZWI_FIXTURES_DIR:-$root/../shared/fixtures}"
+out="$root/test/models/goldens"
+threads="${THREADS:-2}"
+mkdir -p "$out"
+
+cmake --build "$build" --target izwi-make-random-whisper >&2
+tool="$build/tools/izwi-make-random-whisper"
+reference="$("$root/test/reference/whisper_cpp_build.sh")/izwi-whisper-reference"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$tool" --out "$work/model" --vocab-from "$fixtures/whisper/for-tests-ggml-tiny.bin" \
+  --tiktoken "$fixtures/whisper/multilingual.tiktoken" --seed 7 >&2
+for audio in jfk.wav silero_test.wav; do
+  name="${audio%.*}"
+  "$tool" --mel-of "$fixtures/audio/$audio" --mel-out "$work/$name.mel" >&2
+  "$reference" "$work/model/ggml-model.bin" "$work/$name.mel" "$threads" 2>/dev/null > "$out/whisper-tiny-random-$name.json"
+  echo "wrote $out/whisper-tiny-random-$name.json" >&2
+done
