@@ -205,3 +205,28 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
     CHECK(language.probability == Approx(golden.find("language_probability")->as_double()).epsilon(0.02));
   }
 }
+
+TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments", "[whisper][models][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin", DType::f16);
+  const auto& s = m.special_tokens();
+  const io::JsonValue golden =
+      io::read_json_file(std::filesystem::path(IZWI_SOURCE_DIR) / "test/models/goldens/whisper-tiny-random-jfk-cli.json");
+  // whisper-cli lists every token it sampled, segment by segment (timestamps
+  // included); it does not force the first token to be a timestamp as
+  // openai-whisper does, hence initial_timestamp = false below.
+  std::vector<TokenId> expected;
+  for (const auto& segment : golden.find("segments")->as_array())
+    for (const auto& t : segment.find("tokens")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+  REQUIRE(expected.size() >= 3);
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.timestamps = true;
+  options.initial_timestamp = false;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, options);
+  REQUIRE(r.tokens.size() >= expected.size());
+  CHECK(s.is_timestamp(expected.back()));
+  CHECK(std::vector<TokenId>(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(expected.size())) ==
+        expected);
+}

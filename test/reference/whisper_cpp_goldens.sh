@@ -6,7 +6,8 @@
 #
 # The model is the random-weight Whisper of the tiny shape that
 # izwi-make-random-whisper writes (seed 7) as a ggml file; the input is izwi's
-# log-mel of each audio file (so the comparison is of the model alone):
+# log-mel of each audio file (so the comparison is of the model alone), and
+# whisper-cli's segments of jfk.wav (its own mel and decoding rules):
 #
 #   test/reference/whisper_cpp_goldens.sh [build dir]   # default build-test/dev
 set -euo pipefail
@@ -19,7 +20,8 @@ mkdir -p "$out"
 
 cmake --build "$build" --target izwi-make-random-whisper >&2
 tool="$build/tools/izwi-make-random-whisper"
-reference="$("$root/test/reference/whisper_cpp_build.sh")/izwi-whisper-reference"
+reference_build="$("$root/test/reference/whisper_cpp_build.sh")"
+reference="$reference_build/izwi-whisper-reference"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -31,3 +33,17 @@ for audio in jfk.wav silero_test.wav; do
   "$reference" "$work/model/ggml-model.bin" "$work/$name.mel" "$threads" 2>/dev/null > "$out/whisper-tiny-random-$name.json"
   echo "wrote $out/whisper-tiny-random-$name.json" >&2
 done
+
+# End to end through whisper-cli (its own mel, its decoding rules, timestamps
+# on, greedy: -bs 1, no temperature fallback: -nf, no flash attention: -nfa,
+# whose f16 queries change the numerics): the segments of jfk.wav.
+"$reference_build/whisper-cli" -m "$work/model/ggml-model.bin" -f "$fixtures/audio/jfk.wav" -bs 1 -nf -l en \
+  -t "$threads" -nfa -ojf -of "$work/cli" >/dev/null 2>&1
+/usr/bin/python3 - "$work/cli.json" "$out/whisper-tiny-random-jfk-cli.json" <<'PY'
+import json, sys
+cli = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "replace"))
+segments = [{"t0_ms": s["offsets"]["from"], "t1_ms": s["offsets"]["to"], "tokens": [t["id"] for t in s["tokens"]]}
+            for s in cli["transcription"]]
+json.dump({"source": "whisper-cli -bs 1 -nf -nfa -l en -ojf", "segments": segments}, open(sys.argv[2], "w"), indent=1)
+PY
+echo "wrote $out/whisper-tiny-random-jfk-cli.json" >&2

@@ -74,6 +74,10 @@ struct WhisperGreedyOptions {
   /// non-decreasing, first at most 1 s, text-then-timestamp when their
   /// probability wins). false: plain argmax over the vocabulary.
   bool apply_rules = true;
+  /// With timestamps: the first token must be a timestamp (openai-whisper).
+  /// whisper.cpp does not force it (it takes the segment start from the most
+  /// probable timestamp instead); false decodes as whisper.cpp does.
+  bool initial_timestamp = true;
   std::size_t max_tokens = 224;
 };
 

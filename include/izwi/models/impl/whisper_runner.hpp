@@ -80,7 +80,7 @@ inline constexpr float minus_infinity = -std::numeric_limits<float>::infinity();
 /// `generated`.
 inline void apply_decoding_rules(std::vector<float>& logits, std::span<const TokenId> generated,
                                  const tokenizer::WhisperSpecialTokens& s, std::optional<TokenId> space,
-                                 bool timestamps) {
+                                 bool timestamps, bool initial_timestamp) {
   const auto begin = static_cast<std::size_t>(s.timestamp_begin);
   const auto eot = static_cast<std::size_t>(s.eot);
   if (generated.empty()) {
@@ -109,8 +109,8 @@ inline void apply_decoding_rules(std::vector<float>& logits, std::span<const Tok
                 minus_infinity);
       break;
     }
-  if (n == 0) {  // the first token is a timestamp of at most 1 s
-    std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(begin), minus_infinity);
+  if (n == 0) {  // the first timestamp is at most 1 s (and the first token one, for openai-whisper)
+    if (initial_timestamp) std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(begin), minus_infinity);
     std::fill(logits.begin() + static_cast<std::ptrdiff_t>(std::min(logits.size(), begin + 51)), logits.end(),
               minus_infinity);
   }
@@ -157,7 +157,8 @@ inline WhisperGreedyResult whisper_greedy_decode(WhisperRunner& runner, const Wh
   while (result.tokens.size() < limit) {
     scratch.assign(logits.begin(), logits.end());
     if (options.apply_rules)
-      detail::whisper::apply_decoding_rules(scratch, result.tokens, s, space, options.timestamps);
+      detail::whisper::apply_decoding_rules(scratch, result.tokens, s, space, options.timestamps,
+                                            options.initial_timestamp);
     const auto best = static_cast<TokenId>(std::max_element(scratch.begin(), scratch.end()) - scratch.begin());
     if (best == s.eot) {
       result.reached_end = true;
