@@ -2,7 +2,7 @@
 // and a real topology, from the same arrays, as
 //   OUT/hf/        a Hugging Face directory (config.json, generation_config.json,
 //                  vocab.json, model.safetensors; F32)
-//   OUT/ggml-model.bin (F32), and with --ggml-type, OUT/ggml-model-<type>.bin
+//   OUT/ggml-model.bin (F32), and for each --ggml-type, OUT/ggml-model-<type>.bin
 //                  (whisper.cpp's layout: matrices in <type>, conv kernels F16
 //                  for q8_0, biases, norms and positions F32)
 // The mel filterbank and the vocabulary come from a ggml-whisper file given
@@ -24,7 +24,7 @@
 // drops one shows up as a mismatch.
 //
 //   izwi-make-random-whisper --out DIR --vocab-from for-tests-ggml-tiny.bin
-//       [--tiktoken multilingual.tiktoken] [--shape tiny] [--seed 1] [--ggml-type f16|q8_0]
+//       [--tiktoken multilingual.tiktoken] [--shape tiny] [--seed 1] [--ggml-type f16,q8_0]
 //   izwi-make-random-whisper --mel-of audio.wav --mel-out mel.f32 [--n-mels 80]
 //       (Whisper's log-mel of the 30-s padded audio, [n_mels][3000] f32, for the reference driver)
 
@@ -64,7 +64,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "izwi-make-random-whisper: " << problem
             << "\nusage: izwi-make-random-whisper --out DIR --vocab-from ggml-whisper.bin [--shape tiny] [--seed N]"
-               " [--tiktoken FILE] [--ggml-type f16|q8_0]\n       izwi-make-random-whisper --mel-of WAV --mel-out FILE [--n-mels 80]\n";
+               " [--tiktoken FILE] [--ggml-type f16,q8_0]\n       izwi-make-random-whisper --mel-of WAV --mel-out FILE [--n-mels 80]\n";
   std::exit(2);
 }
 
@@ -285,10 +285,13 @@ int main(int argc, char** argv) try {
   fs::create_directories(o.out);
   write_hf(o.out / "hf", config, weights, o.tiktoken.empty() ? nullptr : &vocabulary);
   write_ggml(o.out / "ggml-model.bin", config, weights, vocab_file, vocabulary, DType::f32);
-  if (!o.ggml_type.empty()) {
-    const DType type = o.ggml_type == "f16" ? DType::f16 : o.ggml_type == "q8_0" ? DType::q8_0 : DType::f32;
-    if (type == DType::f32) usage("--ggml-type must be f16 or q8_0");
-    write_ggml(o.out / ("ggml-model-" + o.ggml_type + ".bin"), config, weights, vocab_file, vocabulary, type);
+  for (std::size_t at = 0; at < o.ggml_type.size();) {  // a comma-separated list
+    const std::size_t comma = std::min(o.ggml_type.find(',', at), o.ggml_type.size());
+    const std::string name = o.ggml_type.substr(at, comma - at);
+    at = comma + 1;
+    const DType type = name == "f16" ? DType::f16 : name == "q8_0" ? DType::q8_0 : DType::f32;
+    if (type == DType::f32) usage("--ggml-type takes f16 and/or q8_0, not '" + name + "'");
+    write_ggml(o.out / ("ggml-model-" + name + ".bin"), config, weights, vocab_file, vocabulary, type);
   }
   std::cout << "wrote " << o.out.string() << " (Whisper " << o.shape << " shape, random weights)\n";
   return 0;

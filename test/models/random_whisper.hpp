@@ -1,8 +1,8 @@
 #pragma once
 // The random-weight Whisper (tiny shape, seed 7) the Whisper tests share,
 // written once per build tree by izwi-make-random-whisper from whisper.cpp's
-// for-tests-ggml-tiny.bin (mel filters + vocabulary): an HF directory, an F32
-// ggml file and an F16 ggml file of the same arrays. The goldens under
+// for-tests-ggml-tiny.bin (mel filters + vocabulary) and multilingual.tiktoken:
+// an HF directory and F32, F16 and Q8_0 ggml files of the same arrays. The goldens under
 // test/models/goldens come from the same command (test/reference/whisper_cpp_goldens.sh).
 
 #include <catch2/catch.hpp>
@@ -29,11 +29,11 @@ inline bool have_whisper_fixtures() {
 
 inline std::filesystem::path random_whisper() {
   const std::filesystem::path dir = std::filesystem::current_path() / "random-whisper-tiny";
-  if (!std::filesystem::exists(dir / "ggml-model-f16.bin")) {
+  if (!std::filesystem::exists(dir / "ggml-model-q8_0.bin")) {
     const std::string command = std::string(IZWI_MAKE_RANDOM_WHISPER) + " --out " + dir.string() + " --vocab-from " +
                                 (whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin").string() +
                                 " --tiktoken " + (whisper_fixtures() / "whisper/multilingual.tiktoken").string() +
-                                " --seed 7 --ggml-type f16 > /dev/null";
+                                " --seed 7 --ggml-type f16,q8_0 > /dev/null";
     REQUIRE(std::system(command.c_str()) == 0);
   }
   return dir;

@@ -90,6 +90,25 @@ TEST_CASE("Whisper: the HF directory and the ggml file give the same encoder out
   c.start(mel);
   CHECK(relative_difference(c.encoder_output(), a.encoder_output()) < 2e-2);
   CHECK(relative_difference(c.feed(prompt), la) < 2e-2);
+
+  // Q8_0 (whisper.cpp's layout: matrices q8_0, conv kernels f16): 8-bit
+  // weights, an error of up to 0.4% of each block's largest value.
+  const Whisper& q8 = model("ggml-model-q8_0.bin");
+  WhisperRunner d(q8, {.num_threads = 2});
+  d.start(mel);
+  CHECK(relative_difference(d.encoder_output(), a.encoder_output()) < 5e-2);
+  CHECK(relative_difference(d.feed(prompt), la) < 5e-2);
+}
+
+TEST_CASE("Whisper: loading errors name the file and the problem", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  // whisper.cpp's test file: a valid header and vocabulary, but no weights.
+  const auto weightless = testing::whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin";
+  CHECK_THROWS_WITH(Whisper::load(weightless),
+                    Catch::Contains("for-tests-ggml-tiny.bin") && Catch::Contains("missing tensor") &&
+                        Catch::Contains("encoder.conv1.weight"));
+  CHECK_THROWS_WITH(Whisper::load(testing::whisper_fixtures() / "whisper/no-such-model.bin"),
+                    Catch::Contains("no-such-model.bin"));
 }
 
 TEST_CASE("Whisper: KV-cached decoding equals a full recompute", "[whisper][models][properties]") {
