@@ -188,11 +188,20 @@ void write_hf(const fs::path& dir, const WhisperConfig& c, const std::map<std::s
       << ",\n  \"activation_function\": \"gelu\",\n  \"scale_embedding\": false,\n  \"torch_dtype\": \"float32\",\n"
       << "  \"bos_token_id\": " << special.eot << ",\n  \"eos_token_id\": " << special.eot
       << ",\n  \"pad_token_id\": " << special.eot << ",\n  \"decoder_start_token_id\": " << special.sot << "\n}\n";
-  std::ofstream(dir / "generation_config.json")
-      << "{\n  \"decoder_start_token_id\": " << special.sot << ",\n  \"eos_token_id\": " << special.eot
+  std::ofstream gen(dir / "generation_config.json");
+  gen << "{\n  \"decoder_start_token_id\": " << special.sot << ",\n  \"eos_token_id\": " << special.eot
       << ",\n  \"pad_token_id\": " << special.eot << ",\n  \"max_length\": " << c.n_text_ctx
       << ",\n  \"no_timestamps_token_id\": " << special.no_timestamps
-      << ",\n  \"is_multilingual\": " << (special.multilingual ? "true" : "false") << "\n}\n";
+      << ",\n  \"is_multilingual\": " << (special.multilingual ? "true" : "false")
+      << ",\n  \"begin_suppress_tokens\": [220, " << special.eot << "]"
+      // The first entries of openai/whisper-*'s list (non-speech symbols).
+      << ",\n  \"suppress_tokens\": [1, 2, 7, 8, 9, 10, 14, 25, 26, 27, 28, 29, 31, 58, 59, 60, 61, 62, 63, 90, 91, 92, 93]"
+      << ",\n  \"alignment_heads\": [[" << c.decoder_layers - 1 << ", 0], [" << c.decoder_layers / 2 << ", "
+      << c.decoder_heads - 1 << "]]"
+      << ",\n  \"lang_to_id\": {";
+  for (std::size_t i = 0; i < special.num_languages; ++i)
+    gen << (i ? ", " : "") << "\"<|" << tokenizer::whisper_languages[i] << "|>\": " << special.sot + 1 + static_cast<TokenId>(i);
+  gen << "}\n}\n";
   // vocab.json in the byte-level spelling transformers uses.
   if (exact_vocabulary == nullptr) return;
   const auto& alphabet = tokenizer::detail::byte_level_alphabet();

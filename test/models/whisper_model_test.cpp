@@ -3,8 +3,11 @@
 // random weights (goldens from test/reference/whisper_cpp_goldens.sh).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <vector>
@@ -300,4 +303,46 @@ TEST_CASE("Whisper: a batch of sequences with their own audio equals each sequen
   kv.free(1);
   kv.free(2);
   CHECK(kv.stats().num_used_blocks == 0);
+}
+
+TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& hf = model("hf");
+  const auto& g = hf.generation_config();
+  const auto& s = hf.special_tokens();
+  CHECK(g.begin_suppress_tokens == std::vector<TokenId>{220, s.eot});
+  CHECK(g.suppress_tokens.size() == 23);
+  REQUIRE(g.alignment_heads.size() == 2);
+  CHECK(g.alignment_heads[0].first == hf.config().decoder_layers - 1);
+  CHECK(model("ggml-model.bin").generation_config().suppress_tokens.empty());
+
+  // The suppress lists apply: no suppressed token is ever generated.
+  WhisperRunner run(hf, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.max_tokens = 48;
+  const auto r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  for (TokenId t : r.tokens) CHECK(std::find(g.suppress_tokens.begin(), g.suppress_tokens.end(), t) == g.suppress_tokens.end());
+
+  // A directory whose generation_config disagrees with the vocabulary is refused, naming the key.
+  const auto source = testing::random_whisper() / "hf";
+  const auto dir = std::filesystem::temp_directory_path() / "izwi-whisper-bad-generation-config";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) std::filesystem::create_symlink(source / f, dir / f);
+  std::ofstream(dir / "generation_config.json") << R"({"lang_to_id": {"<|en|>": 50258}})";
+  CHECK_THROWS_WITH(Whisper::load(dir), Catch::Contains("generation_config.json") && Catch::Contains("lang_to_id") &&
+                                            Catch::Contains("<|en|>"));
+  // tokenizer.json (model.vocab) is read like vocab.json.
+  std::ofstream(dir / "generation_config.json") << "{}";
+  {
+    std::ifstream vocab(source / "vocab.json");
+    const std::string body((std::istreambuf_iterator<char>(vocab)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "tokenizer.json") << R"({"model": {"type": "BPE", "merges": [], "vocab": )" << body << "}}";
+  }
+  const auto from_json = tokenizer::WhisperTokenizer::from_tokenizer_json(dir / "tokenizer.json", 51865);
+  const std::string text = " ask not what your country can do for you";
+  CHECK(from_json.encode(text) == hf.tokenizer()->encode(text));
+  std::filesystem::remove_all(dir);
 }

@@ -16,7 +16,7 @@
 //     logits = LN(x) · token_embeddingᵀ   (tied)
 //
 // Checkpoints: a Hugging Face directory (openai/whisper-*: config.json,
-// model.safetensors, generation_config.json) or a whisper.cpp ggml `.bin`
+// model.safetensors, generation_config.json, vocab.json or tokenizer.json) or a whisper.cpp ggml `.bin`
 // file (F32, F16, Q8_0). Both go through one table of tensor names (OpenAI's,
 // as the ggml file spells them, ↔ transformers'), and the model copies every
 // weight into its own aligned memory (ggml files are not aligned), keeping the
@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "izwi/concepts/backend_ops.hpp"
@@ -92,6 +93,16 @@ struct WhisperConfig {
   void validate() const;
 };
 
+/// What a Hugging Face generation_config.json adds (empty for ggml files).
+struct WhisperGenerationConfig {
+  /// Tokens never generated (openai-whisper's non-speech symbols and specials).
+  std::vector<TokenId> suppress_tokens;
+  /// Tokens never generated first (" " and <|endoftext|>).
+  std::vector<TokenId> begin_suppress_tokens;
+  /// (decoder layer, head) pairs whose cross-attention aligns text with audio.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> alignment_heads;
+};
+
 struct WhisperLoadOptions {
   /// Element type of the decoder's self-attention KV cache (whisper.cpp keeps f16).
   DType kv_cache_dtype = DType::f32;
@@ -145,6 +156,7 @@ class Whisper {
   std::size_t vocab_size() const noexcept { return config_.vocab_size; }
   const tokenizer::WhisperSpecialTokens& special_tokens() const noexcept { return special_; }
   const tokenizer::WhisperTokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
+  const WhisperGenerationConfig& generation_config() const noexcept { return generation_; }
   /// The mel filterbank stored in a ggml file ([n_mels][201]); empty for HF directories.
   std::span<const float> mel_filters() const noexcept { return mel_filters_; }
   const std::string& description() const noexcept { return description_; }
@@ -184,6 +196,7 @@ class Whisper {
   tokenizer::WhisperSpecialTokens special_;
   std::shared_ptr<const tokenizer::WhisperTokenizer> tokenizer_;
   std::vector<float> mel_filters_;
+  WhisperGenerationConfig generation_;
   std::string description_;
 };
 

@@ -20,6 +20,7 @@
 // ids to bytes. Link izwi::tokenizer (ICU, for the letter/number classes).
 
 #include <izwi/core/ids.hpp>
+#include <izwi/io/json.hpp>
 
 #include <array>
 #include <cstddef>
@@ -77,6 +78,8 @@ class WhisperTokenizer {
   static WhisperTokenizer from_vocabulary(std::vector<std::string> tokens, std::size_t vocab_size);
   /// From a Hugging Face vocab.json (byte-level spellings such as "Ġthe").
   static WhisperTokenizer from_vocab_json(const std::filesystem::path& path, std::size_t vocab_size);
+  /// From a Hugging Face tokenizer.json (its model.vocab, byte-level spellings).
+  static WhisperTokenizer from_tokenizer_json(const std::filesystem::path& path, std::size_t vocab_size);
 
   const WhisperSpecialTokens& special() const noexcept { return special_; }
   std::size_t vocab_size() const noexcept { return special_.vocab_size; }
@@ -98,6 +101,8 @@ class WhisperTokenizer {
  private:
   WhisperTokenizer() = default;
   void index_tokens();
+  static WhisperTokenizer from_byte_level_vocab(const io::JsonValue& vocab, const std::filesystem::path& path,
+                                                std::size_t vocab_size);
   void encode_piece(std::string_view piece, std::vector<TokenId>& out) const;
 
   WhisperSpecialTokens special_;

@@ -136,6 +136,46 @@ struct AlignedArena {
 
 }  // namespace detail::whisper
 
+/// generation_config.json: suppress lists and alignment heads, and a check
+/// that its language and timestamp ids are the ones the vocabulary size implies.
+inline WhisperGenerationConfig read_generation_config(const std::filesystem::path& file,
+                                                      const tokenizer::WhisperSpecialTokens& special) {
+  const io::JsonValue doc = io::read_json_file(file);
+  const io::ConfigView v(doc, file.string());
+  WhisperGenerationConfig g;
+  auto ids = [&](std::string_view key) {
+    std::vector<TokenId> out;
+    for (std::int64_t id : v.optional<std::vector<std::int64_t>>(key, {})) {
+      if (id < 0 || static_cast<std::size_t>(id) >= special.vocab_size)
+        throw v.make_error(key, "token id " + std::to_string(id) + " outside the vocabulary");
+      out.push_back(static_cast<TokenId>(id));
+    }
+    return out;
+  };
+  g.suppress_tokens = ids("suppress_tokens");
+  g.begin_suppress_tokens = ids("begin_suppress_tokens");
+  if (const io::JsonValue* heads = v.find("alignment_heads"); heads != nullptr && heads->is_array())
+    for (const io::JsonValue& pair : heads->as_array()) {
+      if (!pair.is_array() || pair.as_array().size() != 2 || !pair.as_array()[0].is_integer() ||
+          !pair.as_array()[1].is_integer())
+        throw v.make_error("alignment_heads", "entries must be [layer, head] pairs");
+      g.alignment_heads.emplace_back(static_cast<std::uint32_t>(pair.as_array()[0].as_int64()),
+                                     static_cast<std::uint32_t>(pair.as_array()[1].as_int64()));
+    }
+  if (const io::JsonValue* langs = v.find("lang_to_id"); langs != nullptr && langs->is_object())
+    for (const auto& [token, id] : langs->as_object()) {
+      const std::string code = token.size() > 4 ? token.substr(2, token.size() - 4) : token;
+      const auto expected = special.language_token(code);
+      if (!expected || !id.is_integer() || id.as_int64() != *expected)
+        throw v.make_error("lang_to_id", token + " does not have the id a " + std::to_string(special.vocab_size) +
+                                             "-token Whisper vocabulary gives it");
+    }
+  if (const auto nt = v.optional<std::int64_t>("no_timestamps_token_id"); nt && *nt != special.no_timestamps)
+    throw v.make_error("no_timestamps_token_id", "is " + std::to_string(*nt) + ", the vocabulary implies " +
+                                                     std::to_string(special.no_timestamps));
+  return g;
+}
+
 /// Builds a Whisper from a tensor lookup (OpenAI names) and a configuration.
 struct WhisperLoader {
   using Lookup = std::function<detail::whisper::StoredTensor(const std::string& openai_name)>;
@@ -279,8 +319,13 @@ struct WhisperLoader {
     WhisperLoader{c, lookup, dir.string(), *arena}.fill(m);
     m.weights_owner_ = arena;
     m.kv_cache_dtype_ = options.kv_cache_dtype;
+    if (std::filesystem::exists(dir / "generation_config.json"))
+      m.generation_ = read_generation_config(dir / "generation_config.json", m.special_);
     if (options.load_tokenizer) {
-      if (std::filesystem::exists(dir / "vocab.json"))
+      if (std::filesystem::exists(dir / "tokenizer.json"))
+        m.tokenizer_ = std::make_shared<tokenizer::WhisperTokenizer>(
+            tokenizer::WhisperTokenizer::from_tokenizer_json(dir / "tokenizer.json", c.vocab_size));
+      else if (std::filesystem::exists(dir / "vocab.json"))
         m.tokenizer_ = std::make_shared<tokenizer::WhisperTokenizer>(
             tokenizer::WhisperTokenizer::from_vocab_json(dir / "vocab.json", c.vocab_size));
       else if (options.tiktoken_file)

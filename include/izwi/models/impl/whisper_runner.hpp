@@ -156,9 +156,17 @@ inline WhisperGreedyResult whisper_greedy_decode(WhisperRunner& runner, const Wh
   const std::size_t limit = std::min<std::size_t>(options.max_tokens, model.config().n_text_ctx - result.prompt.size());
   while (result.tokens.size() < limit) {
     scratch.assign(logits.begin(), logits.end());
-    if (options.apply_rules)
+    if (options.apply_rules) {
+      if (options.checkpoint_suppress_tokens) {
+        const WhisperGenerationConfig& g = model.generation_config();
+        for (TokenId id : g.suppress_tokens) scratch[static_cast<std::size_t>(id)] = detail::whisper::minus_infinity;
+        if (result.tokens.empty())
+          for (TokenId id : g.begin_suppress_tokens)
+            scratch[static_cast<std::size_t>(id)] = detail::whisper::minus_infinity;
+      }
       detail::whisper::apply_decoding_rules(scratch, result.tokens, s, space, options.timestamps,
                                             options.initial_timestamp);
+    }
     const auto best = static_cast<TokenId>(std::max_element(scratch.begin(), scratch.end()) - scratch.begin());
     if (best == s.eot) {
       result.reached_end = true;

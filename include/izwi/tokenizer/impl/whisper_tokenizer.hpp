@@ -158,7 +158,23 @@ inline WhisperTokenizer WhisperTokenizer::from_vocabulary(std::vector<std::strin
 }
 
 inline WhisperTokenizer WhisperTokenizer::from_vocab_json(const std::filesystem::path& path, std::size_t vocab_size) {
+  return from_byte_level_vocab(io::read_json_file(path), path, vocab_size);
+}
+
+inline WhisperTokenizer WhisperTokenizer::from_tokenizer_json(const std::filesystem::path& path,
+                                                              std::size_t vocab_size) {
   const io::JsonValue doc = io::read_json_file(path);
+  const io::JsonValue* model = doc.find("model");
+  const io::JsonValue* vocab = model ? model->find("vocab") : nullptr;
+  if (vocab == nullptr || !vocab->is_object() || model->find("type") == nullptr ||
+      !model->find("type")->is_string() || model->find("type")->as_string() != "BPE")
+    throw tokenizer_error(path.string(), "not a BPE tokenizer.json with a model.vocab object");
+  return from_byte_level_vocab(*vocab, path, vocab_size);
+}
+
+inline WhisperTokenizer WhisperTokenizer::from_byte_level_vocab(const io::JsonValue& doc,
+                                                                const std::filesystem::path& path,
+                                                                std::size_t vocab_size) {
   WhisperTokenizer t;
   t.special_ = WhisperSpecialTokens::for_vocab_size(vocab_size);
   t.tokens_.resize(t.special_.num_text_tokens());
