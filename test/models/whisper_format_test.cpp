@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <vector>
 
 #include "izwi/audio/mel.hpp"
+#include "izwi/executor/detail/cpu_ops.hpp"
 #include "izwi/io/ggml_whisper.hpp"
 #include "izwi/models/whisper.hpp"
 #include "izwi/tokenizer/whisper_tokenizer.hpp"
@@ -207,4 +209,84 @@ TEST_CASE("WhisperTokenizer: ggml vocabularies equal the tiktoken ranks; text ro
   const auto en = WhisperTokenizer::from_tiktoken(dir / "gpt2.tiktoken", 51864);
   CHECK(en.decode(en.encode(text)) == text);
   CHECK(en.sot_sequence("en", false, true) == std::vector<TokenId>{en.special().sot});
+}
+
+TEST_CASE("Whisper CPU ops: conv1d, layer norm, GELU and dense attention equal direct formulas", "[whisper][kernels]") {
+  detail::ThreadPool pool(2);
+  detail::CpuOps ops(pool);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  // Conv1d (kernel 3, stride 2, pad 1) of a channel-major and a time-major input.
+  const std::size_t in = 5, out = 7, length = 11, kernel = 3, stride = 2, pad = 1;
+  const std::size_t out_len = (length + 2 * pad - kernel) / stride + 1;
+  const auto x = random(in * length);  // [in][length]
+  const auto w = random(out * in * kernel);
+  const kernels::cpu::WeightMatrix weight{DType::f32, out, in * kernel, w.data()};
+  std::vector<float> x_time_major(length * in);
+  for (std::size_t c = 0; c < in; ++c)
+    for (std::size_t t = 0; t < length; ++t) x_time_major[t * in + c] = x[c * length + t];
+  std::vector<float> columns(out_len * in * kernel), y1(out_len * out), y2(out_len * out);
+  ops.conv1d(x.data(), in, length, false, weight, kernel, stride, pad, columns.data(), y1.data());
+  ops.conv1d(x_time_major.data(), in, length, true, weight, kernel, stride, pad, columns.data(), y2.data());
+  for (std::size_t t = 0; t < out_len; ++t)
+    for (std::size_t o = 0; o < out; ++o) {
+      double direct = 0;
+      for (std::size_t c = 0; c < in; ++c)
+        for (std::size_t j = 0; j < kernel; ++j) {
+          const auto p = static_cast<std::ptrdiff_t>(t * stride + j) - static_cast<std::ptrdiff_t>(pad);
+          if (p >= 0 && p < static_cast<std::ptrdiff_t>(length))
+            direct += double(w[(o * in + c) * kernel + j]) * x[c * length + static_cast<std::size_t>(p)];
+        }
+      REQUIRE(y1[t * out + o] == Approx(direct).margin(1e-5));
+      REQUIRE(y2[t * out + o] == Approx(direct).margin(1e-5));
+    }
+
+  // Layer norm and GELU.
+  const std::size_t dim = 48;
+  auto row = random(dim);
+  const auto gamma = random(dim), beta = random(dim);
+  std::vector<float> normed(dim);
+  ops.layer_norm(row.data(), 1, dim, gamma.data(), beta.data(), 1e-5f, normed.data());
+  double mean = 0, var = 0;
+  for (float v : row) mean += v;
+  mean /= dim;
+  for (float v : row) var += (v - mean) * (v - mean);
+  var /= dim;
+  for (std::size_t i = 0; i < dim; ++i)
+    REQUIRE(normed[i] == Approx((row[i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + beta[i]).margin(1e-5));
+  std::vector<float> g = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f};
+  ops.gelu(g.data(), g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double v = std::vector<double>{-3.0, -1.0, 0.0, 0.5, 2.0}[i];
+    REQUIRE(g[i] == Approx(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))).margin(1e-6));
+  }
+
+  // Dense attention: softmax(q kᵀ / sqrt(d)) v per head.
+  const std::size_t heads = 3, hd = 8, n = 13, rows = 4, width = heads * hd;
+  const auto q = random(rows * width), k = random(n * width), v = random(n * width);
+  std::vector<float> kh(n * width), vt(n * width), scores(rows * n), attn(rows * width);
+  ops.split_heads(k.data(), v.data(), n, heads, hd, kh.data(), vt.data());
+  ops.dense_attention(q.data(), rows, kh.data(), vt.data(), n, heads, hd, scores.data(), attn.data());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < heads; ++h) {
+      std::vector<double> p(n);
+      double top = -1e30, total = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (std::size_t d = 0; d < hd; ++d) dot += double(q[r * width + h * hd + d]) * k[j * width + h * hd + d];
+        p[j] = dot / std::sqrt(double(hd));
+        top = std::max(top, p[j]);
+      }
+      for (double& e : p) total += e = std::exp(e - top);
+      for (std::size_t d = 0; d < hd; ++d) {
+        double expected = 0;
+        for (std::size_t j = 0; j < n; ++j) expected += p[j] / total * v[j * width + h * hd + d];
+        REQUIRE(attn[r * width + h * hd + d] == Approx(expected).margin(1e-5));
+      }
+    }
 }
