@@ -25,8 +25,9 @@
 //
 //   izwi-make-random-whisper --out DIR --vocab-from for-tests-ggml-tiny.bin
 //       [--tiktoken multilingual.tiktoken] [--shape tiny] [--seed 1] [--ggml-type f16,q8_0]
-//   izwi-make-random-whisper --mel-of audio.wav --mel-out mel.f32 [--n-mels 80]
-//       (Whisper's log-mel of the 30-s padded audio, [n_mels][3000] f32, for the reference driver)
+//   izwi-make-random-whisper --mel-of audio.wav --mel-out mel.f32 [--n-mels 80] [--offset SECONDS]
+//       (Whisper's log-mel of the 30-s window from SECONDS, zero-padded, [n_mels][3000] f32,
+//       for the reference driver)
 
 #include <cmath>
 #include <cstdio>
@@ -59,12 +60,13 @@ struct Options {
   std::uint64_t seed = 1;
   std::string ggml_type;
   std::uint32_t n_mels = 80;
+  double offset_seconds = 0;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "izwi-make-random-whisper: " << problem
             << "\nusage: izwi-make-random-whisper --out DIR --vocab-from ggml-whisper.bin [--shape tiny] [--seed N]"
-               " [--tiktoken FILE] [--ggml-type f16,q8_0]\n       izwi-make-random-whisper --mel-of WAV --mel-out FILE [--n-mels 80]\n";
+               " [--tiktoken FILE] [--ggml-type f16,q8_0]\n       izwi-make-random-whisper --mel-of WAV --mel-out FILE [--n-mels 80] [--offset SECONDS]\n";
   std::exit(2);
 }
 
@@ -85,6 +87,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--mel-of") o.mel_of = value();
     else if (a == "--mel-out") o.mel_out = value();
     else if (a == "--n-mels") o.n_mels = static_cast<std::uint32_t>(std::stoul(value()));
+    else if (a == "--offset") o.offset_seconds = std::stod(value());
     else usage("unknown option " + a);
   }
   return o;
@@ -263,7 +266,10 @@ int write_mel(const Options& o) {
   audio::DecodeOptions decode;
   decode.target_sample_rate = audio::whisper_sample_rate;
   const auto decoded = audio::decode_file(o.mel_of, decode);
-  const audio::LogMelSpectrogram mel = audio::WhisperLogMel(o.n_mels)(decoded.audio.samples);
+  const auto skip = std::min(decoded.audio.samples.size(),
+                             static_cast<std::size_t>(o.offset_seconds * audio::whisper_sample_rate));
+  const std::span<const float> window = std::span(decoded.audio.samples).subspan(skip);
+  const audio::LogMelSpectrogram mel = audio::WhisperLogMel(o.n_mels)(window);
   std::ofstream out(o.mel_out, std::ios::binary);
   out.write(reinterpret_cast<const char*>(mel.values.data()), static_cast<std::streamsize>(mel.values.size() * 4));
   std::cout << "wrote " << o.mel_out.string() << ": " << mel.n_mels << " x " << mel.n_frames << " f32\n";

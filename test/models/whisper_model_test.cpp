@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "izwi/audio/decode.hpp"
@@ -35,11 +36,14 @@ static_assert(ModelFamily<Whisper>);
 constexpr double WHISPER_ENCODER_TOLERANCE = 2.5e-3;
 constexpr double WHISPER_LOGITS_TOLERANCE = 2.5e-3;
 
-std::vector<float> log_mel_of(const std::string& file) {
+/// Whisper's log-mel of the 30-s window of `file` that starts `offset_seconds` in.
+std::vector<float> log_mel_of(const std::string& file, std::size_t offset_seconds = 0) {
   audio::DecodeOptions options;
   options.target_sample_rate = audio::whisper_sample_rate;
   const auto decoded = audio::decode_file(testing::whisper_fixtures() / "audio" / file, options);
-  return audio::WhisperLogMel(80)(decoded.audio.samples).values;
+  const auto& samples = decoded.audio.samples;
+  const std::size_t skip = std::min(samples.size(), offset_seconds * audio::whisper_sample_rate);
+  return audio::WhisperLogMel(80)(std::span(samples).subspan(skip)).values;
 }
 
 /// Loaded once per process: each load copies ~150 MB.
@@ -183,13 +187,16 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
   if (!testing::have_whisper_fixtures()) return;
   const Whisper& m = model("ggml-model.bin", DType::f16);  // whisper.cpp keeps its KV caches in f16
   WhisperRunner run(m, {.num_threads = 2});
-  for (const std::string name : {"jfk", "silero_test"}) {
+  // name, audio file, offset of the window (s): two files, and two windows of the longer one.
+  for (const auto& [name, file, offset] : {std::tuple<std::string, std::string, std::size_t>{"jfk", "jfk.wav", 0},
+                                           {"silero_test", "silero_test.wav", 0},
+                                           {"silero_test-30s", "silero_test.wav", 30}}) {
     INFO(name);
     const auto golden_path =
         std::filesystem::path(IZWI_SOURCE_DIR) / "test/models/goldens" / ("whisper-tiny-random-" + name + ".json");
     REQUIRE(std::filesystem::exists(golden_path));
     const io::JsonValue golden = io::read_json_file(golden_path);
-    run.start(log_mel_of(name + ".wav"));
+    run.start(log_mel_of(file, offset));
 
     // Encoder output (see the tolerances above).
     const auto& sample = golden.find("encoder")->as_array();

@@ -27,9 +27,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$tool" --out "$work/model" --vocab-from "$fixtures/whisper/for-tests-ggml-tiny.bin" \
   --tiktoken "$fixtures/whisper/multilingual.tiktoken" --seed 7 >&2
-for audio in jfk.wav silero_test.wav; do
-  name="${audio%.*}"
-  "$tool" --mel-of "$fixtures/audio/$audio" --mel-out "$work/$name.mel" >&2
+# name:audio file:offset of the 30-s window in seconds
+for window in jfk:jfk.wav:0 silero_test:silero_test.wav:0 silero_test-30s:silero_test.wav:30; do
+  IFS=: read -r name audio offset <<< "$window"
+  "$tool" --mel-of "$fixtures/audio/$audio" --offset "$offset" --mel-out "$work/$name.mel" >&2
   "$reference" "$work/model/ggml-model.bin" "$work/$name.mel" "$threads" 2>/dev/null > "$out/whisper-tiny-random-$name.json"
   echo "wrote $out/whisper-tiny-random-$name.json" >&2
 done
