@@ -353,3 +353,21 @@ TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory
   CHECK(from_json.encode(text) == hf.tokenizer()->encode(text));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("Whisper: the encoder of a batch of windows equals each window alone", "[whisper][models][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  std::vector<float> mels = log_mel_of("jfk.wav");
+  const auto second = log_mel_of("silero_test.wav", 30);
+  mels.insert(mels.end(), second.begin(), second.end());
+  const std::size_t window = std::size_t{m.config().n_audio_ctx} * m.config().d_model;
+  detail::ThreadPool pool(2);
+  detail::CpuOps ops(pool);
+  std::vector<float> batched(2 * window), alone(window);
+  m.encode_batch(ops, mels.data(), 2, batched.data());
+  for (std::size_t w = 0; w < 2; ++w) {
+    m.encode(ops, mels.data() + w * mels.size() / 2, alone.data());
+    // GEMM over 3000 rows vs 1500: the same kernel, blocked differently.
+    CHECK(relative_difference(std::span(batched).subspan(w * window, window), alone) < 1e-5);
+  }
+}

@@ -164,7 +164,12 @@ class Whisper {
   /// Encoder of one window: mel [n_mels][2 × n_audio_ctx] (channel-major, as
   /// WhisperLogMel produces) → out [n_audio_ctx][d_model].
   template <WhisperOps Ops>
-  void encode(Ops& ops, const float* mel, float* out) const;
+  void encode(Ops& ops, const float* mel, float* out) const { encode_batch(ops, mel, 1, out); }
+  /// The encoder of `windows` windows at once (several requests' audio in one
+  /// step): mels back to back, outputs back to back. Every matrix product runs
+  /// over all windows' rows; attention stays within each window.
+  template <WhisperOps Ops>
+  void encode_batch(Ops& ops, const float* mels, std::size_t windows, float* out) const;
 
   /// Cross-attention K/V of every decoder layer from an encoder output.
   template <WhisperOps Ops>

@@ -48,43 +48,52 @@ inline WhisperCrossKV Whisper::make_cross_kv() const {
 }
 
 template <WhisperOps Ops>
-void Whisper::encode(Ops& ops, const float* mel, float* out) const {
+void Whisper::encode_batch(Ops& ops, const float* mels, std::size_t windows, float* out) const {
   using detail::whisper::linear;
   const WhisperConfig& c = config_;
   const std::size_t n = c.n_audio_ctx, frames = 2 * n, d = c.d_model, heads = c.encoder_heads, hd = c.head_dim();
+  const std::size_t rows = windows * n;
   const float eps = c.layer_norm_eps;
+  if (windows == 0) return;
 
+  // The convolutions, window by window (each is padded at its own edges).
   float* conv_out = ops.buffer(0, frames * d);
   float* columns = ops.buffer(1, std::max(frames * c.n_mels, n * d) * 3);
-  ops.conv1d(mel, c.n_mels, frames, false, conv1_, 3, 1, 1, columns, conv_out);
-  ops.add_bias(conv_out, frames, d, conv1_bias_.data());
-  ops.gelu(conv_out, frames * d);
   float* x = out;
-  ops.conv1d(conv_out, d, frames, true, conv2_, 3, 2, 1, columns, x);
-  ops.add_bias(x, n, d, conv2_bias_.data());
-  ops.gelu(x, n * d);
-  ops.add(x, encoder_positions_.data(), n * d);
+  for (std::size_t w = 0; w < windows; ++w) {
+    float* xw = x + w * n * d;
+    ops.conv1d(mels + w * c.n_mels * frames, c.n_mels, frames, false, conv1_, 3, 1, 1, columns, conv_out);
+    ops.add_bias(conv_out, frames, d, conv1_bias_.data());
+    ops.gelu(conv_out, frames * d);
+    ops.conv1d(conv_out, d, frames, true, conv2_, 3, 2, 1, columns, xw);
+    ops.add_bias(xw, n, d, conv2_bias_.data());
+    ops.gelu(xw, n * d);
+    ops.add(xw, encoder_positions_.data(), n * d);
+  }
 
-  float* h = ops.buffer(2, n * d);
-  float* q = ops.buffer(3, n * d);
-  float* k = ops.buffer(4, n * d);
-  float* v = ops.buffer(5, n * d);
+  float* h = ops.buffer(2, rows * d);
+  float* q = ops.buffer(3, rows * d);
+  float* k = ops.buffer(4, rows * d);
+  float* v = ops.buffer(5, rows * d);
   float* k_heads = ops.buffer(6, n * d);
   float* v_heads = ops.buffer(7, n * d);
   float* scores = ops.buffer(8, n * n);
-  float* hidden = ops.buffer(0, n * c.ffn_dim);  // the conv output is no longer needed
+  float* hidden = ops.buffer(0, rows * c.ffn_dim);  // the conv output is no longer needed
   for (const WhisperLayerWeights& w : encoder_layers_) {
-    ops.layer_norm(x, n, d, w.self_attn_ln_w.data(), w.self_attn_ln_b.data(), eps, h);
-    linear(ops, h, n, w.self_attn.query, q);
-    linear(ops, h, n, w.self_attn.key, k);
-    linear(ops, h, n, w.self_attn.value, v);
-    ops.split_heads(k, v, n, heads, hd, k_heads, v_heads);
-    ops.dense_attention(q, n, k_heads, v_heads, n, heads, hd, scores, k);
-    linear(ops, k, n, w.self_attn.out, h);
-    ops.add(x, h, n * d);
-    detail::whisper::mlp_block(ops, w, x, n, d, eps, h, hidden);
+    ops.layer_norm(x, rows, d, w.self_attn_ln_w.data(), w.self_attn_ln_b.data(), eps, h);
+    linear(ops, h, rows, w.self_attn.query, q);
+    linear(ops, h, rows, w.self_attn.key, k);
+    linear(ops, h, rows, w.self_attn.value, v);
+    for (std::size_t win = 0; win < windows; ++win) {  // k's window is consumed before the output overwrites it
+      const std::size_t at = win * n * d;
+      ops.split_heads(k + at, v + at, n, heads, hd, k_heads, v_heads);
+      ops.dense_attention(q + at, n, k_heads, v_heads, n, heads, hd, scores, k + at);
+    }
+    linear(ops, k, rows, w.self_attn.out, h);
+    ops.add(x, h, rows * d);
+    detail::whisper::mlp_block(ops, w, x, rows, d, eps, h, hidden);
   }
-  ops.layer_norm(x, n, d, encoder_ln_w_.data(), encoder_ln_b_.data(), eps, x);
+  ops.layer_norm(x, rows, d, encoder_ln_w_.data(), encoder_ln_b_.data(), eps, x);
 }
 
 template <WhisperOps Ops>
