@@ -26,7 +26,7 @@ reference="$reference_build/izwi-whisper-reference"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$tool" --out "$work/model" --vocab-from "$fixtures/whisper/for-tests-ggml-tiny.bin" \
-  --tiktoken "$fixtures/whisper/multilingual.tiktoken" --seed 7 >&2
+  --tiktoken "$fixtures/whisper/multilingual.tiktoken" --seed 7 --ggml-type f16 >&2
 # name:audio file:offset of the 30-s window in seconds
 for window in jfk:jfk.wav:0 silero_test:silero_test.wav:0 silero_test-30s:silero_test.wav:30; do
   IFS=: read -r name audio offset <<< "$window"
@@ -38,13 +38,17 @@ done
 # End to end through whisper-cli (its own mel, its decoding rules, timestamps
 # on, greedy: -bs 1, no temperature fallback: -nf, no flash attention: -nfa,
 # whose f16 queries change the numerics): the segments of jfk.wav.
-"$reference_build/whisper-cli" -m "$work/model/ggml-model.bin" -f "$fixtures/audio/jfk.wav" -bs 1 -nf -l en \
-  -t "$threads" -nfa -ojf -of "$work/cli" >/dev/null 2>&1
-/usr/bin/python3 - "$work/cli.json" "$out/whisper-tiny-random-jfk-cli.json" <<'PY'
+for variant in "" -f16; do
+  model="$work/model/ggml-model$variant.bin"
+  "$reference_build/whisper-cli" -m "$model" -f "$fixtures/audio/jfk.wav" -bs 1 -nf -l en \
+    -t "$threads" -nfa -ojf -of "$work/cli" >/dev/null 2>&1
+  /usr/bin/python3 - "$work/cli.json" "$out/whisper-tiny-random-jfk-cli$variant.json" "$variant" <<'PY'
 import json, sys
 cli = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "replace"))
 segments = [{"t0_ms": s["offsets"]["from"], "t1_ms": s["offsets"]["to"], "tokens": [t["id"] for t in s["tokens"]]}
             for s in cli["transcription"]]
-json.dump({"source": "whisper-cli -bs 1 -nf -nfa -l en -ojf", "segments": segments}, open(sys.argv[2], "w"), indent=1)
+source = "whisper-cli -bs 1 -nf -nfa -l en -ojf, ggml-model%s.bin" % sys.argv[3]
+json.dump({"source": source, "segments": segments}, open(sys.argv[2], "w"), indent=1)
 PY
-echo "wrote $out/whisper-tiny-random-jfk-cli.json" >&2
+  echo "wrote $out/whisper-tiny-random-jfk-cli$variant.json" >&2
+done
