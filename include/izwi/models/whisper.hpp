@@ -139,6 +139,10 @@ struct WhisperCrossKV {
   std::size_t bytes() const noexcept;
 };
 
+namespace detail::whisper {
+struct Loader;
+}
+
 class Whisper {
  public:
   using policy_category = model_family_tag;
@@ -185,7 +189,7 @@ class Whisper {
 
  private:
   Whisper() = default;
-  friend struct WhisperLoader;
+  friend struct detail::whisper::Loader;
 
   WhisperConfig config_;
   DType kv_cache_dtype_ = DType::f32;

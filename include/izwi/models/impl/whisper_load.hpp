@@ -138,7 +138,7 @@ struct AlignedArena {
 
 /// generation_config.json: suppress lists and alignment heads, and a check
 /// that its language and timestamp ids are the ones the vocabulary size implies.
-inline WhisperGenerationConfig read_generation_config(const std::filesystem::path& file,
+inline WhisperGenerationConfig read_whisper_generation_config(const std::filesystem::path& file,
                                                       const tokenizer::WhisperSpecialTokens& special) {
   const io::JsonValue doc = io::read_json_file(file);
   const io::ConfigView v(doc, file.string());
@@ -176,17 +176,19 @@ inline WhisperGenerationConfig read_generation_config(const std::filesystem::pat
   return g;
 }
 
+namespace detail::whisper {
+
 /// Builds a Whisper from a tensor lookup (OpenAI names) and a configuration.
-struct WhisperLoader {
-  using Lookup = std::function<detail::whisper::StoredTensor(const std::string& openai_name)>;
+struct Loader {
+  using Lookup = std::function<StoredTensor(const std::string& openai_name)>;
 
   const WhisperConfig& config;
   const Lookup& lookup;
   const std::string& file;
-  detail::whisper::AlignedArena& arena;
+  AlignedArena& arena;
 
-  detail::whisper::StoredTensor checked(const std::string& name, std::vector<std::uint64_t> shape) const {
-    detail::whisper::StoredTensor t = lookup(name);
+  StoredTensor checked(const std::string& name, std::vector<std::uint64_t> shape) const {
+    StoredTensor t = lookup(name);
     // Biases and vectors may be stored with extra unit dimensions (ggml's conv biases are [n, 1]).
     auto squeeze = [](std::vector<std::uint64_t> s) {
       std::erase(s, std::uint64_t{1});
@@ -291,11 +293,11 @@ struct WhisperLoader {
     c.validate();
     Lookup lookup = [&file](const std::string& name) {
       const io::GgmlWhisperTensor& t = file.at(name);
-      return detail::whisper::StoredTensor{t.dtype, t.shape, t.bytes};
+      return StoredTensor{t.dtype, t.shape, t.bytes};
     };
     Whisper m;
-    auto arena = std::make_shared<detail::whisper::AlignedArena>();
-    WhisperLoader{c, lookup, file.name(), *arena}.fill(m);
+    auto arena = std::make_shared<AlignedArena>();
+    Loader{c, lookup, file.name(), *arena}.fill(m);
     m.weights_owner_ = arena;
     m.kv_cache_dtype_ = options.kv_cache_dtype;
     m.mel_filters_.assign(file.mel_filters().begin(), file.mel_filters().end());
@@ -310,17 +312,17 @@ struct WhisperLoader {
     const WhisperConfig c = WhisperConfig::from_hf_config(dir / "config.json");
     const io::ModelDirectory directory = io::ModelDirectory::open(dir);
     Lookup lookup = [&directory](const std::string& name) {
-      const std::string hf = detail::whisper::hf_tensor_name(name);
+      const std::string hf = hf_tensor_name(name);
       const io::TensorLocation at = directory.at(hf);
-      return detail::whisper::StoredTensor{at.info->dtype, at.info->shape, at.file->bytes(*at.info)};
+      return StoredTensor{at.info->dtype, at.info->shape, at.file->bytes(*at.info)};
     };
     Whisper m;
-    auto arena = std::make_shared<detail::whisper::AlignedArena>();
-    WhisperLoader{c, lookup, dir.string(), *arena}.fill(m);
+    auto arena = std::make_shared<AlignedArena>();
+    Loader{c, lookup, dir.string(), *arena}.fill(m);
     m.weights_owner_ = arena;
     m.kv_cache_dtype_ = options.kv_cache_dtype;
     if (std::filesystem::exists(dir / "generation_config.json"))
-      m.generation_ = read_generation_config(dir / "generation_config.json", m.special_);
+      m.generation_ = read_whisper_generation_config(dir / "generation_config.json", m.special_);
     if (options.load_tokenizer) {
       if (std::filesystem::exists(dir / "tokenizer.json"))
         m.tokenizer_ = std::make_shared<tokenizer::WhisperTokenizer>(
@@ -337,10 +339,12 @@ struct WhisperLoader {
   }
 };
 
+}  // namespace detail::whisper
+
 inline Whisper Whisper::load(const std::filesystem::path& path, WhisperLoadOptions options) {
-  if (std::filesystem::is_directory(path)) return WhisperLoader::from_directory(path, options);
+  if (std::filesystem::is_directory(path)) return detail::whisper::Loader::from_directory(path, options);
   if (!std::filesystem::exists(path)) throw izwi::error(path.string() + ": no such file or directory");
-  return WhisperLoader::from_ggml(path, options);
+  return detail::whisper::Loader::from_ggml(path, options);
 }
 
 }  // namespace izwi
