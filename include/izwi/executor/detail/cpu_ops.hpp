@@ -22,6 +22,7 @@
 #include "izwi/core/step.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/kernels.hpp"
+#include "izwi/models/detail/whisper_cpu_math.hpp"
 
 namespace izwi::detail {
 
@@ -125,6 +126,34 @@ class CpuOps {
   void gather_rows(const float* x, std::size_t dim, std::span<const std::uint32_t> rows, float* out) {
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::memmove(out + i * dim, x + std::size_t{rows[i]} * dim, dim * sizeof(float));
+  }
+
+  // --- Encoder-decoder (Whisper) operations; the math lives in
+  // models/detail/whisper_cpu_math.hpp until it moves into kernels/cpu. ---
+
+  void layer_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, const float* bias, float eps,
+                  float* out) {
+    whisper_cpu::layer_norm(x, rows, dim, weight, bias, eps, out, *pool_);
+  }
+  void gelu(float* x, std::size_t n) { whisper_cpu::gelu(x, n, *pool_); }
+  void add_bias(float* x, std::size_t rows, std::size_t dim, const float* bias) {
+    whisper_cpu::add_bias(x, rows, dim, bias);
+  }
+  /// out[out_len][w.rows] = Conv1d(x) without bias, as im2col into `columns`
+  /// (out_len × w.cols floats) and one GEMM; w is [out][in × kernel].
+  void conv1d(const float* x, std::size_t channels, std::size_t length, bool time_major,
+              const kernels::cpu::WeightMatrix& w, std::size_t kernel, std::size_t stride, std::size_t pad,
+              float* columns, float* out) {
+    whisper_cpu::im2col_1d(x, channels, length, time_major, kernel, stride, pad, columns, *pool_);
+    matmul(columns, whisper_cpu::conv1d_length(length, kernel, stride, pad), w, out);
+  }
+  void split_heads(const float* k, const float* v, std::size_t n, std::size_t heads, std::size_t head_dim,
+                   float* k_heads, float* v_heads_t) {
+    whisper_cpu::split_heads(k, v, n, heads, head_dim, k_heads, v_heads_t);
+  }
+  void dense_attention(const float* q, std::size_t rows, const float* k_heads, const float* v_heads_t, std::size_t n,
+                       std::size_t heads, std::size_t head_dim, float* scores, float* out) {
+    whisper_cpu::dense_attention(q, rows, k_heads, v_heads_t, n, heads, head_dim, scores, out, *pool_);
   }
 
  private:

@@ -1,0 +1,185 @@
+#pragma once
+// Whisper's forward passes (encoder, cross-attention K/V, decoder step),
+// written against WhisperOps. Loading: whisper_load.hpp.
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+
+#include "izwi/core/error.hpp"
+
+namespace izwi {
+
+namespace detail::whisper {
+
+/// y[rows][w.rows] = x · Wᵀ (+ b).
+template <class Ops>
+void linear(Ops& ops, const float* x, std::size_t rows, const WhisperLinear& w, float* y) {
+  ops.matmul(x, rows, w.weight, y);
+  if (!w.bias.empty()) ops.add_bias(y, rows, w.weight.rows, w.bias.data());
+}
+
+/// x += fc2(GELU(fc1(LN(x)))); h and hidden are scratch.
+template <class Ops>
+void mlp_block(Ops& ops, const WhisperLayerWeights& w, float* x, std::size_t rows, std::size_t d, float eps, float* h,
+               float* hidden) {
+  ops.layer_norm(x, rows, d, w.mlp_ln_w.data(), w.mlp_ln_b.data(), eps, h);
+  linear(ops, h, rows, w.fc1, hidden);
+  ops.gelu(hidden, rows * w.fc1.weight.rows);
+  linear(ops, hidden, rows, w.fc2, h);
+  ops.add(x, h, rows * d);
+}
+
+}  // namespace detail::whisper
+
+inline std::size_t WhisperCrossKV::bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& k : keys) n += k.size() * sizeof(float);
+  for (const auto& v : values) n += v.size() * sizeof(float);
+  return n;
+}
+
+inline WhisperCrossKV Whisper::make_cross_kv() const {
+  WhisperCrossKV kv;
+  kv.n_ctx = config_.n_audio_ctx;
+  kv.keys.assign(config_.decoder_layers, std::vector<float>(std::size_t{config_.n_audio_ctx} * config_.d_model));
+  kv.values = kv.keys;
+  return kv;
+}
+
+template <WhisperOps Ops>
+void Whisper::encode_batch(Ops& ops, const float* mels, std::size_t windows, float* out) const {
+  using detail::whisper::linear;
+  const WhisperConfig& c = config_;
+  const std::size_t n = c.n_audio_ctx, frames = 2 * n, d = c.d_model, heads = c.encoder_heads, hd = c.head_dim();
+  const std::size_t rows = windows * n;
+  const float eps = c.layer_norm_eps;
+  if (windows == 0) return;
+
+  // The convolutions, window by window (each is padded at its own edges).
+  float* conv_out = ops.buffer(0, frames * d);
+  float* columns = ops.buffer(1, std::max(frames * c.n_mels, n * d) * 3);
+  float* x = out;
+  for (std::size_t w = 0; w < windows; ++w) {
+    float* xw = x + w * n * d;
+    ops.conv1d(mels + w * c.n_mels * frames, c.n_mels, frames, false, conv1_, 3, 1, 1, columns, conv_out);
+    ops.add_bias(conv_out, frames, d, conv1_bias_.data());
+    ops.gelu(conv_out, frames * d);
+    ops.conv1d(conv_out, d, frames, true, conv2_, 3, 2, 1, columns, xw);
+    ops.add_bias(xw, n, d, conv2_bias_.data());
+    ops.gelu(xw, n * d);
+    ops.add(xw, encoder_positions_.data(), n * d);
+  }
+
+  float* h = ops.buffer(2, rows * d);
+  float* q = ops.buffer(3, rows * d);
+  float* k = ops.buffer(4, rows * d);
+  float* v = ops.buffer(5, rows * d);
+  float* k_heads = ops.buffer(6, n * d);
+  float* v_heads = ops.buffer(7, n * d);
+  float* scores = ops.buffer(8, n * n);
+  float* hidden = ops.buffer(0, rows * c.ffn_dim);  // the conv output is no longer needed
+  for (const WhisperLayerWeights& w : encoder_layers_) {
+    ops.layer_norm(x, rows, d, w.self_attn_ln_w.data(), w.self_attn_ln_b.data(), eps, h);
+    linear(ops, h, rows, w.self_attn.query, q);
+    linear(ops, h, rows, w.self_attn.key, k);
+    linear(ops, h, rows, w.self_attn.value, v);
+    for (std::size_t win = 0; win < windows; ++win) {  // k's window is consumed before the output overwrites it
+      const std::size_t at = win * n * d;
+      ops.split_heads(k + at, v + at, n, heads, hd, k_heads, v_heads);
+      ops.dense_attention(q + at, n, k_heads, v_heads, n, heads, hd, scores, k + at);
+    }
+    linear(ops, k, rows, w.self_attn.out, h);
+    ops.add(x, h, rows * d);
+    detail::whisper::mlp_block(ops, w, x, rows, d, eps, h, hidden);
+  }
+  ops.layer_norm(x, rows, d, encoder_ln_w_.data(), encoder_ln_b_.data(), eps, x);
+}
+
+template <WhisperOps Ops>
+void Whisper::cross_kv(Ops& ops, const float* encoder_out, WhisperCrossKV& kv) const {
+  const WhisperConfig& c = config_;
+  const std::size_t n = c.n_audio_ctx, d = c.d_model;
+  if (kv.keys.size() != c.decoder_layers || kv.values.size() != c.decoder_layers)
+    throw izwi::invalid_argument("cross_kv", "WhisperCrossKV not sized for this model (use make_cross_kv)");
+  float* k = ops.buffer(3, n * d);
+  float* v = ops.buffer(4, n * d);
+  for (std::size_t l = 0; l < c.decoder_layers; ++l) {
+    const WhisperLayerWeights& w = decoder_layers_[l];
+    detail::whisper::linear(ops, encoder_out, n, w.cross_attn.key, k);
+    detail::whisper::linear(ops, encoder_out, n, w.cross_attn.value, v);
+    kv.keys[l].resize(n * d);
+    kv.values[l].resize(n * d);
+    ops.split_heads(k, v, n, c.decoder_heads, c.head_dim(), kv.keys[l].data(), kv.values[l].data());
+  }
+  kv.n_ctx = n;
+}
+
+template <WhisperOps Ops, KVCachePolicy K>
+void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
+                      std::span<const WhisperCrossKV* const> cross, K& kv, float* logits) const {
+  using detail::whisper::linear;
+  const WhisperConfig& c = config_;
+  const std::size_t t = batch.tokens.size(), d = c.d_model, heads = c.decoder_heads, hd = c.head_dim();
+  const float eps = c.layer_norm_eps;
+  if (cross.size() != sequences.size())
+    throw izwi::invalid_argument("cross", "one WhisperCrossKV per sequence is needed");
+  std::size_t longest_cross = 0;
+  for (const WhisperCrossKV* ckv : cross) {
+    if (ckv == nullptr || ckv->keys.size() != c.decoder_layers)
+      throw izwi::invalid_argument("cross", "a sequence has no cross-attention K/V for this model");
+    longest_cross = std::max(longest_cross, ckv->n_ctx);
+  }
+  std::size_t longest_rows = 0;
+  for (const auto& s : sequences) longest_rows = std::max(longest_rows, s.num_tokens);
+
+  float* x = ops.buffer(0, t * d);
+  float* h = ops.buffer(1, t * d);
+  float* q = ops.buffer(2, t * d);
+  float* k = ops.buffer(3, t * d);
+  float* v = ops.buffer(4, t * d);
+  float* attn = ops.buffer(5, t * d);
+  float* hidden = ops.buffer(6, t * c.ffn_dim);
+  float* scores = ops.buffer(7, longest_rows * longest_cross);
+
+  ops.embed(token_embedding_, batch.tokens, x);
+  for (std::size_t i = 0; i < t; ++i) {
+    const std::int64_t p = batch.positions[i];
+    if (p < 0 || p >= static_cast<std::int64_t>(c.n_text_ctx))
+      throw izwi::invalid_argument("positions", "Whisper decoder position " + std::to_string(p) + " outside [0, " +
+                                                    std::to_string(c.n_text_ctx) + ")");
+    ops.add(x + i * d, decoder_positions_.data() + static_cast<std::size_t>(p) * d, d);
+  }
+  for (std::uint32_t l = 0; l < c.decoder_layers; ++l) {
+    const WhisperLayerWeights& w = decoder_layers_[l];
+    ops.layer_norm(x, t, d, w.self_attn_ln_w.data(), w.self_attn_ln_b.data(), eps, h);
+    linear(ops, h, t, w.self_attn.query, q);
+    linear(ops, h, t, w.self_attn.key, k);
+    linear(ops, h, t, w.self_attn.value, v);
+    const KVLayerView view = kv.layer(l);
+    ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, heads, hd);
+    ops.attention(q, sequences, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
+    linear(ops, attn, t, w.self_attn.out, h);
+    ops.add(x, h, t * d);
+
+    ops.layer_norm(x, t, d, w.cross_attn_ln_w.data(), w.cross_attn_ln_b.data(), eps, h);
+    linear(ops, h, t, w.cross_attn.query, q);
+    for (std::size_t s = 0; s < sequences.size(); ++s) {
+      const auto& seq = sequences[s];
+      const WhisperCrossKV& ckv = *cross[s];
+      ops.dense_attention(q + seq.first_row * d, seq.num_tokens, ckv.keys[l].data(), ckv.values[l].data(), ckv.n_ctx,
+                          heads, hd, scores, attn + seq.first_row * d);
+    }
+    linear(ops, attn, t, w.cross_attn.out, h);
+    ops.add(x, h, t * d);
+    detail::whisper::mlp_block(ops, w, x, t, d, eps, h, hidden);
+  }
+  const std::size_t rows = batch.logit_rows.size();
+  if (rows == 0) return;
+  float* last = ops.buffer(1, rows * d);
+  ops.gather_rows(x, d, batch.logit_rows, last);
+  ops.layer_norm(last, rows, d, decoder_ln_w_.data(), decoder_ln_b_.data(), eps, last);
+  ops.matmul(last, rows, token_embedding_, logits);
+}
+
+}  // namespace izwi

@@ -1,0 +1,52 @@
+#pragma once
+// The random-weight Whisper (tiny shape, seed 7) the Whisper tests share,
+// written once per build tree by izwi-make-random-whisper from whisper.cpp's
+// for-tests-ggml-tiny.bin (mel filters + vocabulary) and multilingual.tiktoken:
+// an HF directory and F32, F16 and Q8_0 ggml files of the same arrays. The goldens under
+// test/models/goldens come from the same command (test/reference/whisper_cpp_goldens.sh).
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include <unistd.h>
+
+namespace izwi::testing {
+
+/// ../shared/fixtures beside the source tree, or $IZWI_FIXTURES_DIR when set
+/// (a git worktree has no shared/ beside it).
+inline std::filesystem::path whisper_fixtures() {
+  if (const char* dir = std::getenv("IZWI_FIXTURES_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return std::filesystem::path(IZWI_FIXTURES_DIR);
+}
+
+/// False (with the reason printed) when ../shared/fixtures is absent.
+inline bool have_whisper_fixtures() {
+  if (std::filesystem::exists(whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin")) return true;
+  WARN("SKIPPED: " << whisper_fixtures() << " lacks whisper/for-tests-ggml-tiny.bin (../shared/fixtures)");
+  return false;
+}
+
+inline std::filesystem::path random_whisper() {
+  const std::filesystem::path dir = std::filesystem::current_path() / "random-whisper-tiny";
+  if (!std::filesystem::exists(dir / "ggml-model-q8_0.bin")) {
+    // Written beside and renamed into place, so that test processes started
+    // together (ctest -j) never read a half-written model.
+    const auto staging = dir.string() + ".staging-" + std::to_string(::getpid());
+    const std::string command = std::string(IZWI_MAKE_RANDOM_WHISPER) + " --out " + staging + " --vocab-from " +
+                                (whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin").string() +
+                                " --tiktoken " + (whisper_fixtures() / "whisper/multilingual.tiktoken").string() +
+                                " --seed 7 --ggml-type f16,q8_0 > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+    std::error_code error;
+    std::filesystem::rename(staging, dir, error);  // fails when another process got there first
+    std::filesystem::remove_all(staging, error);
+    REQUIRE(std::filesystem::exists(dir / "ggml-model-q8_0.bin"));
+  }
+  return dir;
+}
+
+}  // namespace izwi::testing

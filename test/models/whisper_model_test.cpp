@@ -1,0 +1,376 @@
+// Whisper's forward passes: the Hugging Face and ggml loaders agree, KV-cached
+// decoding equals a full recompute, and izwi matches whisper.cpp on the same
+// random weights (goldens from test/reference/whisper_cpp_goldens.sh).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "izwi/audio/decode.hpp"
+#include "izwi/audio/mel.hpp"
+#include "izwi/io/json.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/models/whisper.hpp"
+#include "izwi/models/whisper_runner.hpp"
+#include "models/random_whisper.hpp"
+
+using namespace izwi;
+
+namespace {
+
+static_assert(WhisperOps<detail::CpuOps>);
+static_assert(ModelFamily<Whisper>);
+
+// Against whisper.cpp: max |Δ| / max |reference| over the sampled values.
+// whisper.cpp rounds the conv im2col and both KV caches to f16 and takes GELU
+// (tanh form) from an f16 table; izwi computes in f32 with erf GELU and an f16
+// self-attention cache. Measured on jfk.wav / silero_test.wav: encoder 3.7e-4 /
+// 4.9e-4, prompt logits 6.7e-4 / 4.8e-4. The gates leave about 5x margin.
+constexpr double WHISPER_ENCODER_TOLERANCE = 2.5e-3;
+constexpr double WHISPER_LOGITS_TOLERANCE = 2.5e-3;
+
+/// Whisper's log-mel of the 30-s window of `file` that starts `offset_seconds` in.
+std::vector<float> log_mel_of(const std::string& file, std::size_t offset_seconds = 0) {
+  audio::DecodeOptions options;
+  options.target_sample_rate = audio::whisper_sample_rate;
+  const auto decoded = audio::decode_file(testing::whisper_fixtures() / "audio" / file, options);
+  const auto& samples = decoded.audio.samples;
+  const std::size_t skip = std::min(samples.size(), offset_seconds * audio::whisper_sample_rate);
+  return audio::WhisperLogMel(80)(std::span(samples).subspan(skip)).values;
+}
+
+/// Loaded once per process: each load copies ~150 MB.
+const Whisper& model(const std::string& file, DType kv = DType::f32) {
+  static std::map<std::pair<std::string, DType>, std::unique_ptr<Whisper>> cache;
+  auto& slot = cache[{file, kv}];
+  if (!slot) {
+    WhisperLoadOptions options;
+    options.kv_cache_dtype = kv;
+    slot = std::make_unique<Whisper>(Whisper::load(testing::random_whisper() / file, options));
+  }
+  return *slot;
+}
+
+/// max |a - b| / max |b|.
+double relative_difference(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+TEST_CASE("Whisper: the HF directory and the ggml file give the same encoder output and logits", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto mel = log_mel_of("jfk.wav");
+  const Whisper& ggml = model("ggml-model.bin");
+  const Whisper& hf = model("hf");
+  REQUIRE(ggml.config().d_model == hf.config().d_model);
+  REQUIRE(ggml.tokenizer() != nullptr);
+  REQUIRE(hf.tokenizer() != nullptr);  // from vocab.json
+  CHECK(hf.tokenizer()->token_text(1000) == ggml.tokenizer()->token_text(1000));
+
+  WhisperRunner a(ggml, {.num_threads = 2}), b(hf, {.num_threads = 2});
+  a.start(mel);
+  b.start(mel);
+  // Same f32 arrays, same code: only the file format differs.
+  CHECK(relative_difference(a.encoder_output(), b.encoder_output()) == 0.0);
+  const auto prompt = ggml.tokenizer()->sot_sequence("en", false, false);
+  const auto la = copy(a.feed(prompt));
+  CHECK(relative_difference(la, b.feed(prompt)) == 0.0);
+
+  // The F16 file: weights rounded to f16 (relative error 2^-11 each).
+  const Whisper& f16 = model("ggml-model-f16.bin");
+  WhisperRunner c(f16, {.num_threads = 2});
+  c.start(mel);
+  CHECK(relative_difference(c.encoder_output(), a.encoder_output()) < 2e-2);
+  CHECK(relative_difference(c.feed(prompt), la) < 2e-2);
+
+  // Q8_0 (whisper.cpp's layout: matrices q8_0, conv kernels f16): 8-bit
+  // weights, an error of up to 0.4% of each block's largest value.
+  const Whisper& q8 = model("ggml-model-q8_0.bin");
+  WhisperRunner d(q8, {.num_threads = 2});
+  d.start(mel);
+  CHECK(relative_difference(d.encoder_output(), a.encoder_output()) < 5e-2);
+  CHECK(relative_difference(d.feed(prompt), la) < 5e-2);
+}
+
+TEST_CASE("Whisper: loading errors name the file and the problem", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  // whisper.cpp's test file: a valid header and vocabulary, but no weights.
+  const auto weightless = testing::whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin";
+  CHECK_THROWS_WITH(Whisper::load(weightless),
+                    Catch::Contains("for-tests-ggml-tiny.bin") && Catch::Contains("missing tensor") &&
+                        Catch::Contains("encoder.conv1.weight"));
+  CHECK_THROWS_WITH(Whisper::load(testing::whisper_fixtures() / "whisper/no-such-model.bin"),
+                    Catch::Contains("no-such-model.bin"));
+}
+
+TEST_CASE("Whisper: KV-cached decoding equals a full recompute", "[whisper][models][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto mel = log_mel_of("jfk.wav");
+  const Whisper& m = model("ggml-model.bin");
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(mel);
+  WhisperGreedyOptions greedy;
+  greedy.apply_rules = false;
+  greedy.max_tokens = 24;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, greedy);
+  REQUIRE(r.tokens.size() >= 8);
+
+  // Decode token by token (cache), then feed the whole sequence at once (recompute).
+  std::vector<TokenId> all = r.prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+  run.restart();
+  std::vector<float> stepwise = copy(run.feed(r.prompt));
+  for (std::size_t i = 0; i + 1 < r.tokens.size(); ++i) {
+    const auto row = run.feed(std::span(&r.tokens[i], 1));
+    stepwise.insert(stepwise.end(), row.begin(), row.end());
+  }
+  run.restart();
+  const auto full = copy(run.feed(all, /*all_rows=*/true));
+  const std::size_t vocab = m.vocab_size();
+  const std::span<const float> recomputed(full.data() + (r.prompt.size() - 1) * vocab, stepwise.size());
+  // f32 throughout; GEMV vs GEMM summation order only.
+  CHECK(relative_difference(stepwise, recomputed) < 1e-5);
+  // And greedy over the recomputed rows gives the same tokens.
+  for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+    const auto row = recomputed.subspan(i * vocab, vocab);
+    CHECK(std::max_element(row.begin(), row.end()) - row.begin() == r.tokens[i]);
+  }
+}
+
+TEST_CASE("Whisper: decoding rules keep the output well formed", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  const auto& s = m.special_tokens();
+  WhisperGreedyOptions options;
+  options.timestamps = true;
+  options.max_tokens = 40;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  CHECK(s.is_timestamp(r.tokens.front()));
+  CHECK(r.tokens.front() <= s.timestamp_begin + 50);  // the first timestamp is at most 1 s
+  TokenId last_timestamp = 0;
+  for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+    const TokenId t = r.tokens[i];
+    CHECK((t < s.eot || s.is_timestamp(t)));  // no special token is generated
+    if (s.is_timestamp(t)) {
+      CHECK(t >= last_timestamp);
+      last_timestamp = t;
+    }
+    if (i >= 2 && s.is_timestamp(r.tokens[i - 1]) && s.is_timestamp(r.tokens[i - 2])) CHECK_FALSE(s.is_timestamp(t));
+  }
+  options.timestamps = false;
+  const WhisperGreedyResult plain = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(plain.tokens.empty());
+  CHECK(plain.tokens.front() != *m.tokenizer()->token_to_id(" "));
+  for (TokenId t : plain.tokens) CHECK(t < s.eot);
+}
+
+TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin", DType::f16);  // whisper.cpp keeps its KV caches in f16
+  WhisperRunner run(m, {.num_threads = 2});
+  // name, audio file, offset of the window (s): two files, and two windows of the longer one.
+  for (const auto& [name, file, offset] : {std::tuple<std::string, std::string, std::size_t>{"jfk", "jfk.wav", 0},
+                                           {"silero_test", "silero_test.wav", 0},
+                                           {"silero_test-30s", "silero_test.wav", 30}}) {
+    INFO(name);
+    const auto golden_path =
+        std::filesystem::path(IZWI_SOURCE_DIR) / "test/models/goldens" / ("whisper-tiny-random-" + name + ".json");
+    REQUIRE(std::filesystem::exists(golden_path));
+    const io::JsonValue golden = io::read_json_file(golden_path);
+    run.start(log_mel_of(file, offset));
+
+    // Encoder output (see the tolerances above).
+    const auto& sample = golden.find("encoder")->as_array();
+    const auto stride = static_cast<std::size_t>(golden.find("encoder_stride")->as_int64());
+    std::vector<float> mine, theirs;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      mine.push_back(run.encoder_output()[i * stride]);
+      theirs.push_back(static_cast<float>(sample[i].as_double()));
+    }
+    CHECK(relative_difference(mine, theirs) < WHISPER_ENCODER_TOLERANCE);
+
+    std::vector<TokenId> prompt;
+    for (const auto& t : golden.find("prompt")->as_array()) prompt.push_back(static_cast<TokenId>(t.as_int64()));
+    CHECK(prompt == m.tokenizer()->sot_sequence("en", false, false));
+    const auto logits = copy(run.feed(prompt));
+    const auto& golden_logits = golden.find("prompt_logits")->as_array();
+    const auto logit_stride = static_cast<std::size_t>(golden.find("prompt_logits_stride")->as_int64());
+    mine.clear();
+    theirs.clear();
+    for (std::size_t i = 0; i < golden_logits.size(); ++i) {
+      mine.push_back(logits[i * logit_stride]);
+      theirs.push_back(static_cast<float>(golden_logits[i].as_double()));
+    }
+    CHECK(relative_difference(mine, theirs) < WHISPER_LOGITS_TOLERANCE);
+
+    WhisperGreedyOptions plain;
+    plain.apply_rules = false;  // the driver takes the argmax of all logits
+    const WhisperGreedyResult r = whisper_greedy_decode(run, plain);
+    std::vector<TokenId> expected, got = r.tokens;
+    for (const auto& t : golden.find("greedy")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+    if (r.reached_end) got.push_back(m.special_tokens().eot);
+    CHECK(got == expected);
+
+    const WhisperLanguage language = whisper_detect_language(run);
+    CHECK(language.code == golden.find("language")->as_string());
+    CHECK(language.probability == Approx(golden.find("language_probability")->as_double()).epsilon(0.02));
+  }
+}
+
+TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments", "[whisper][models][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  // The F32 and the F16 file (whisper.cpp multiplies F16 weights with f16-rounded activations).
+  const std::string variant = GENERATE(std::string(""), std::string("-f16"));
+  INFO("ggml-model" << variant << ".bin");
+  const Whisper& m = model("ggml-model" + variant + ".bin", DType::f16);
+  const auto& s = m.special_tokens();
+  const io::JsonValue golden = io::read_json_file(std::filesystem::path(IZWI_SOURCE_DIR) /
+                                                  ("test/models/goldens/whisper-tiny-random-jfk-cli" + variant + ".json"));
+  // whisper-cli lists every token it sampled, segment by segment (timestamps
+  // included); it does not force the first token to be a timestamp as
+  // openai-whisper does, hence initial_timestamp = false below.
+  std::vector<TokenId> expected;
+  for (const auto& segment : golden.find("segments")->as_array())
+    for (const auto& t : segment.find("tokens")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+  REQUIRE(expected.size() >= 3);
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.timestamps = true;
+  options.initial_timestamp = false;
+  const WhisperGreedyResult r = whisper_greedy_decode(run, options);
+  REQUIRE(r.tokens.size() >= expected.size());
+  CHECK(s.is_timestamp(expected.back()));
+  CHECK(std::vector<TokenId>(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(expected.size())) ==
+        expected);
+}
+
+TEST_CASE("Whisper: a batch of sequences with their own audio equals each sequence alone", "[whisper][models][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  const std::size_t vocab = m.vocab_size();
+  WhisperRunner jfk(m, {.num_threads = 2}), silero(m, {.num_threads = 2});
+  jfk.start(log_mel_of("jfk.wav"));
+  silero.start(log_mel_of("silero_test.wav"));
+  WhisperCrossKV jfk_cross = m.make_cross_kv(), silero_cross = m.make_cross_kv();
+  detail::ThreadPool pool(2);
+  detail::CpuOps ops(pool);
+  m.cross_kv(ops, jfk.encoder_output().data(), jfk_cross);
+  m.cross_kv(ops, silero.encoder_output().data(), silero_cross);
+
+  // One step: sequence A prefills a 4-token prompt, sequence B a 6-token one.
+  const auto prompt = m.tokenizer()->sot_sequence("en", false, false);
+  std::vector<TokenId> a = prompt, b = m.tokenizer()->sot_sequence("de", false, true);
+  b.insert(b.end(), {1000, 2000, 3000});
+  PagedKVCacheConfig kv_config;
+  kv_config.byte_budget = std::size_t{16} << 20;
+  PagedKVCache<> kv(m.kv_cache_shape(), kv_config);
+  REQUIRE(kv.allocate_slots(SequenceView{1, a, nullptr}, 0, a.size()));
+  REQUIRE(kv.allocate_slots(SequenceView{2, b, nullptr}, 0, b.size()));
+  std::vector<TokenId> tokens = a;
+  tokens.insert(tokens.end(), b.begin(), b.end());
+  std::vector<std::int64_t> positions, slots;
+  for (const auto& [id, seq] : {std::pair<RequestId, const std::vector<TokenId>*>{1, &a}, {2, &b}}) {
+    const auto table = kv.block_table(id);
+    for (std::size_t p = 0; p < seq->size(); ++p) {
+      positions.push_back(static_cast<std::int64_t>(p));
+      slots.push_back(static_cast<std::int64_t>(table[p / kv.block_size()] * kv.block_size() + p % kv.block_size()));
+    }
+  }
+  const std::vector<std::uint32_t> rows = {static_cast<std::uint32_t>(a.size() - 1),
+                                           static_cast<std::uint32_t>(tokens.size() - 1)};
+  const detail::CpuOps::attention_sequence sequences[] = {{0, a.size(), kv.block_table(1), 0},
+                                                          {0, b.size(), kv.block_table(2), a.size()}};
+  const WhisperCrossKV* cross[] = {&jfk_cross, &silero_cross};
+  std::vector<float> logits(2 * vocab);
+  m.forward(ops, ForwardBatch{tokens, positions, slots, rows}, sequences, cross, kv, logits.data());
+
+  const auto alone_a = copy(jfk.feed(a));
+  const auto alone_b = copy(silero.feed(b));
+  CHECK(relative_difference(std::span(logits).first(vocab), alone_a) < 1e-5);
+  CHECK(relative_difference(std::span(logits).last(vocab), alone_b) < 1e-5);
+  // And the two sequences really differ (their audio and prompts do).
+  CHECK(relative_difference(alone_a, alone_b) > 1e-2);
+  kv.free(1);
+  kv.free(2);
+  CHECK(kv.stats().num_used_blocks == 0);
+}
+
+TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory", "[whisper][models]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& hf = model("hf");
+  const auto& g = hf.generation_config();
+  const auto& s = hf.special_tokens();
+  CHECK(g.begin_suppress_tokens == std::vector<TokenId>{220, s.eot});
+  CHECK(g.suppress_tokens.size() == 23);
+  REQUIRE(g.alignment_heads.size() == 2);
+  CHECK(g.alignment_heads[0].first == hf.config().decoder_layers - 1);
+  CHECK(model("ggml-model.bin").generation_config().suppress_tokens.empty());
+
+  // The suppress lists apply: no suppressed token is ever generated.
+  WhisperRunner run(hf, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.max_tokens = 48;
+  const auto r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  for (TokenId t : r.tokens) CHECK(std::find(g.suppress_tokens.begin(), g.suppress_tokens.end(), t) == g.suppress_tokens.end());
+
+  // A directory whose generation_config disagrees with the vocabulary is refused, naming the key.
+  const auto source = testing::random_whisper() / "hf";
+  const auto dir = std::filesystem::temp_directory_path() / "izwi-whisper-bad-generation-config";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) std::filesystem::create_symlink(source / f, dir / f);
+  std::ofstream(dir / "generation_config.json") << R"({"lang_to_id": {"<|en|>": 50258}})";
+  CHECK_THROWS_WITH(Whisper::load(dir), Catch::Contains("generation_config.json") && Catch::Contains("lang_to_id") &&
+                                            Catch::Contains("<|en|>"));
+  // tokenizer.json (model.vocab) is read like vocab.json.
+  std::ofstream(dir / "generation_config.json") << "{}";
+  {
+    std::ifstream vocab(source / "vocab.json");
+    const std::string body((std::istreambuf_iterator<char>(vocab)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "tokenizer.json") << R"({"model": {"type": "BPE", "merges": [], "vocab": )" << body << "}}";
+  }
+  const auto from_json = tokenizer::WhisperTokenizer::from_tokenizer_json(dir / "tokenizer.json", 51865);
+  const std::string text = " ask not what your country can do for you";
+  CHECK(from_json.encode(text) == hf.tokenizer()->encode(text));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Whisper: the encoder of a batch of windows equals each window alone", "[whisper][models][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  std::vector<float> mels = log_mel_of("jfk.wav");
+  const auto second = log_mel_of("silero_test.wav", 30);
+  mels.insert(mels.end(), second.begin(), second.end());
+  const std::size_t window = std::size_t{m.config().n_audio_ctx} * m.config().d_model;
+  detail::ThreadPool pool(2);
+  detail::CpuOps ops(pool);
+  std::vector<float> batched(2 * window), alone(window);
+  m.encode_batch(ops, mels.data(), 2, batched.data());
+  for (std::size_t w = 0; w < 2; ++w) {
+    m.encode(ops, mels.data() + w * mels.size() / 2, alone.data());
+    // GEMM over 3000 rows vs 1500: the same kernel, blocked differently.
+    CHECK(relative_difference(std::span(batched).subspan(w * window, window), alone) < 1e-5);
+  }
+}
