@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "izwi/executor/detail/cpu_ops.hpp"
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/whisper.hpp"
 

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "izwi/executor/detail/thread_pool.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
 namespace izwi::detail::whisper_cpu {
