@@ -199,26 +199,26 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
     run.start(log_mel_of(file, offset));
 
     // Encoder output (see the tolerances above).
-    const auto& sample = golden.find("encoder")->as_array();
-    const auto stride = static_cast<std::size_t>(golden.find("encoder_stride")->as_int64());
+    const auto& sample = golden.at("encoder").as_array();
+    const auto stride = static_cast<std::size_t>(golden.at("encoder_stride").as_int64());
     std::vector<float> mine, theirs;
     for (std::size_t i = 0; i < sample.size(); ++i) {
       mine.push_back(run.encoder_output()[i * stride]);
-      theirs.push_back(static_cast<float>(sample[i].as_double()));
+      theirs.push_back(static_cast<float>(*io::json_number(sample[i])));
     }
     CHECK(relative_difference(mine, theirs) < WHISPER_ENCODER_TOLERANCE);
 
     std::vector<TokenId> prompt;
-    for (const auto& t : golden.find("prompt")->as_array()) prompt.push_back(static_cast<TokenId>(t.as_int64()));
+    for (const auto& t : golden.at("prompt").as_array()) prompt.push_back(static_cast<TokenId>(t.as_int64()));
     CHECK(prompt == m.tokenizer()->sot_sequence("en", false, false));
     const auto logits = copy(run.feed(prompt));
-    const auto& golden_logits = golden.find("prompt_logits")->as_array();
-    const auto logit_stride = static_cast<std::size_t>(golden.find("prompt_logits_stride")->as_int64());
+    const auto& golden_logits = golden.at("prompt_logits").as_array();
+    const auto logit_stride = static_cast<std::size_t>(golden.at("prompt_logits_stride").as_int64());
     mine.clear();
     theirs.clear();
     for (std::size_t i = 0; i < golden_logits.size(); ++i) {
       mine.push_back(logits[i * logit_stride]);
-      theirs.push_back(static_cast<float>(golden_logits[i].as_double()));
+      theirs.push_back(static_cast<float>(*io::json_number(golden_logits[i])));
     }
     CHECK(relative_difference(mine, theirs) < WHISPER_LOGITS_TOLERANCE);
 
@@ -226,13 +226,13 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
     plain.apply_rules = false;  // the driver takes the argmax of all logits
     const WhisperGreedyResult r = whisper_greedy_decode(run, plain);
     std::vector<TokenId> expected, got = r.tokens;
-    for (const auto& t : golden.find("greedy")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+    for (const auto& t : golden.at("greedy").as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
     if (r.reached_end) got.push_back(m.special_tokens().eot);
     CHECK(got == expected);
 
     const WhisperLanguage language = whisper_detect_language(run);
-    CHECK(language.code == golden.find("language")->as_string());
-    CHECK(language.probability == Approx(golden.find("language_probability")->as_double()).epsilon(0.02));
+    CHECK(language.code == golden.at("language").as_string());
+    CHECK(language.probability == Approx(*io::json_number(golden.at("language_probability"))).epsilon(0.02));
   }
 }
 
@@ -249,8 +249,8 @@ TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments",
   // included); it does not force the first token to be a timestamp as
   // openai-whisper does, hence initial_timestamp = false below.
   std::vector<TokenId> expected;
-  for (const auto& segment : golden.find("segments")->as_array())
-    for (const auto& t : segment.find("tokens")->as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+  for (const auto& segment : golden.at("segments").as_array())
+    for (const auto& t : segment.at("tokens").as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
   REQUIRE(expected.size() >= 3);
   WhisperRunner run(m, {.num_threads = 2});
   run.start(log_mel_of("jfk.wav"));

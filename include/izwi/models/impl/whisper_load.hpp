@@ -156,17 +156,19 @@ inline WhisperGenerationConfig read_whisper_generation_config(const std::filesys
   g.begin_suppress_tokens = ids("begin_suppress_tokens");
   if (const io::JsonValue* heads = v.find("alignment_heads"); heads != nullptr && heads->is_array())
     for (const io::JsonValue& pair : heads->as_array()) {
-      if (!pair.is_array() || pair.as_array().size() != 2 || !pair.as_array()[0].is_integer() ||
-          !pair.as_array()[1].is_integer())
+      const auto layer = pair.is_array() && pair.as_array().size() == 2 ? io::json_integer(pair.as_array()[0])
+                                                                        : std::nullopt;
+      const auto head = layer ? io::json_integer(pair.as_array()[1]) : std::nullopt;
+      if (!layer || !head || *layer < 0 || *head < 0)
         throw v.make_error("alignment_heads", "entries must be [layer, head] pairs");
-      g.alignment_heads.emplace_back(static_cast<std::uint32_t>(pair.as_array()[0].as_int64()),
-                                     static_cast<std::uint32_t>(pair.as_array()[1].as_int64()));
+      g.alignment_heads.emplace_back(static_cast<std::uint32_t>(*layer), static_cast<std::uint32_t>(*head));
     }
   if (const io::JsonValue* langs = v.find("lang_to_id"); langs != nullptr && langs->is_object())
-    for (const auto& [token, id] : langs->as_object()) {
+    for (const auto& [key, id] : langs->as_object()) {
+      const std::string token(key.data(), key.size());
       const std::string code = token.size() > 4 ? token.substr(2, token.size() - 4) : token;
       const auto expected = special.language_token(code);
-      if (!expected || !id.is_integer() || id.as_int64() != *expected)
+      if (!expected || io::json_integer(id) != std::optional<std::int64_t>(*expected))
         throw v.make_error("lang_to_id", token + " does not have the id a " + std::to_string(special.vocab_size) +
                                              "-token Whisper vocabulary gives it");
     }

@@ -164,10 +164,10 @@ inline WhisperTokenizer WhisperTokenizer::from_vocab_json(const std::filesystem:
 inline WhisperTokenizer WhisperTokenizer::from_tokenizer_json(const std::filesystem::path& path,
                                                               std::size_t vocab_size) {
   const io::JsonValue doc = io::read_json_file(path);
-  const io::JsonValue* model = doc.find("model");
-  const io::JsonValue* vocab = model ? model->find("vocab") : nullptr;
-  if (vocab == nullptr || !vocab->is_object() || model->find("type") == nullptr ||
-      !model->find("type")->is_string() || model->find("type")->as_string() != "BPE")
+  const io::JsonValue* model = io::json_find(doc, "model");
+  const io::JsonValue* vocab = model ? io::json_find(*model, "vocab") : nullptr;
+  const io::JsonValue* type = model ? io::json_find(*model, "type") : nullptr;
+  if (vocab == nullptr || !vocab->is_object() || type == nullptr || io::json_string(*type) != "BPE")
     throw tokenizer_error(path.string(), "not a BPE tokenizer.json with a model.vocab object");
   return from_byte_level_vocab(*vocab, path, vocab_size);
 }
@@ -180,13 +180,17 @@ inline WhisperTokenizer WhisperTokenizer::from_byte_level_vocab(const io::JsonVa
   t.tokens_.resize(t.special_.num_text_tokens());
   std::vector<bool> seen(t.tokens_.size());
   const auto& alphabet = detail::byte_level_alphabet();
-  for (const auto& [spelling, id_value] : doc.as_object()) {
-    const std::int64_t id = id_value.as_int64();
+  if (!doc.is_object()) throw tokenizer_error(path.string(), "the vocabulary is not a JSON object");
+  for (const auto& [key, id_value] : doc.as_object()) {
+    const std::string_view spelling(key.data(), key.size());
+    const std::optional<std::int64_t> id_read = io::json_integer(id_value);
+    if (!id_read) throw tokenizer_error(path.string(), "token '" + std::string(spelling) + "' has no integer id");
+    const std::int64_t id = *id_read;
     if (id < 0 || static_cast<std::size_t>(id) >= t.tokens_.size()) continue;  // special tokens
     std::string bytes;
     for (std::size_t pos = 0; pos < spelling.size();) {
       const int b = alphabet.byte_of(detail::decode_utf8_unchecked(spelling, pos));
-      if (b < 0) throw tokenizer_error(path.string(), "token '" + spelling + "' is not byte-level");
+      if (b < 0) throw tokenizer_error(path.string(), "token '" + std::string(spelling) + "' is not byte-level");
       bytes.push_back(static_cast<char>(b));
     }
     t.tokens_[static_cast<std::size_t>(id)] = std::move(bytes);
