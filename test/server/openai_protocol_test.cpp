@@ -619,7 +619,7 @@ TEST_CASE("SSE text chunks from the pre-serialised envelope equal serialising th
     ResponseMeta meta;
     meta.id = make_response_id("chatcmpl-");
     meta.created = 1700000000;
-    meta.model = "model \"quoted\" \u00fc";
+    meta.model = "model \"quoted\" \u00fc \x01\x02\x03";  // even the marker's characters
     meta.include_usage = include_usage;
     const TextChunkEnvelope chat = TextChunkEnvelope::chat(meta);
     const TextChunkEnvelope completion = TextChunkEnvelope::completion(meta);

@@ -608,9 +608,10 @@ inline constexpr std::string_view envelope_marker_serialized = "\\u0001\\u0002\\
 
 inline TextChunkEnvelope TextChunkEnvelope::around(std::string serialized) {
   TextChunkEnvelope e;
-  const std::size_t at = serialized.find(detail::envelope_marker_serialized);
-  // The marker is ours and appears once: the ids are sanitised text of the
-  // server's own making or a model name, neither holding control characters.
+  // The text is the last string of the chunk (after id, model and
+  // fingerprint): searching from the end finds our marker even in the
+  // unlikely case that a model's name spells the same control characters.
+  const std::size_t at = serialized.rfind(detail::envelope_marker_serialized);
   e.prefix_ = serialized.substr(0, at);
   e.suffix_ = serialized.substr(at + detail::envelope_marker_serialized.size());
   return e;
