@@ -47,40 +47,38 @@ if(NOT TARGET izwi::icuuc)
   endif()
 endif()
 
+# A compiled Boost component as an imported target of izwi's: Boost's CMake
+# config target when it has one, else the plain library name (as for audio: a
+# link error naming the library rather than a failed configure).
+function(izwi_import_boost_component target component)
+  if(TARGET ${target})
+    return()
+  endif()
+  find_package(Boost 1.81 QUIET CONFIG COMPONENTS ${component})
+  add_library(${target} INTERFACE IMPORTED)
+  if(TARGET Boost::${component})
+    target_link_libraries(${target} INTERFACE Boost::${component})
+  else()
+    target_link_libraries(${target} INTERFACE boost_${component})
+  endif()
+endfunction()
+
 # JSON (include/izwi/io/json.hpp, the tokenizer, the server): Boost.JSON, the
 # one JSON library of izwi. Its parser has a compiled part, linked from Debian's
 # libboost-json1.81-dev (libboost_json.so) so that every program reading a
 # config.json or tokenizer.json needs nothing more than this target; a program
 # may instead compile <boost/json/src.hpp> in one translation unit (Boost.JSON's
 # header-only mode), which takes precedence over the shared library.
-if(NOT TARGET izwi::boost_json)
-  find_package(Boost 1.81 QUIET CONFIG COMPONENTS json)
-  add_library(izwi::boost_json INTERFACE IMPORTED)
-  if(TARGET Boost::json)
-    target_link_libraries(izwi::boost_json INTERFACE Boost::json)
-  else()
-    # As for audio: a link error naming the library rather than a failed configure.
-    target_link_libraries(izwi::boost_json INTERFACE boost_json)
-  endif()
-endif()
+izwi_import_boost_component(izwi::boost_json json)
 
 # Command lines of izwi's own programs (tools/, examples/, bench/): Boost.Program_options.
 # The library headers never use it; it is a compiled library (Debian:
 # libboost-program-options1.81-dev, part of libboost1.81-all-dev), so the
 # programs link it rather than each parsing argv by hand.
-if(NOT TARGET izwi::program_options)
-  find_package(Boost 1.81 QUIET CONFIG COMPONENTS program_options)
-  add_library(izwi::program_options INTERFACE IMPORTED)
-  if(TARGET Boost::program_options)
-    target_link_libraries(izwi::program_options INTERFACE Boost::program_options)
-  else()
-    target_link_libraries(izwi::program_options INTERFACE boost_program_options)
-  endif()
-endif()
+izwi_import_boost_component(izwi::program_options program_options)
 
-# HTTP server (include/izwi/server/): Boost.Beast, Asio and JSON from Boost's
-# headers (libboost1.81-all-dev). Boost.JSON's compiled part is built by the
-# program itself: <boost/json/src.hpp> in one of its translation units.
+# HTTP server (include/izwi/server/): Boost.Beast and Asio from Boost's headers
+# (libboost1.81-all-dev); Boost.JSON's compiled part comes with izwi::boost_json.
 if(NOT TARGET izwi::boost)
   find_package(Boost 1.81 QUIET CONFIG)
   add_library(izwi::boost INTERFACE IMPORTED)
