@@ -27,10 +27,20 @@ float round_to_cache(float v, DType dtype) {
 
 void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::size_t num_heads, std::size_t num_kv_heads, std::size_t head_dim,
                      std::size_t block_size) {
-  // Sequences: {cached tokens, tokens this step}: decode steps, a fresh
-  // prefill, a chunk after a cached prefix, long decodes (split over context chunks).
-  const std::vector<std::pair<std::size_t, std::size_t>> shape_of{{5, 1}, {0, 13}, {37, 11}, {0, 1}, {90, 1}, {3, 20}, {250, 1}};
-  const std::size_t num_blocks = 512;  // enough for one-token blocks
+  // Sequences: {cached tokens, tokens this step, first visible position,
+  // visible end (0: causal)}: decode steps, a fresh prefill, a chunk after a
+  // cached prefix, long decodes (split over context chunks); then narrowed
+  // windows as an encoder-decoder uses them: self-attention that skips the
+  // audio positions (decode and chunk), cross-attention over a fixed range
+  // whatever the query's position (decode, long decode and chunk).
+  struct SequenceShape {
+    std::size_t cached, n, first_visible, visible_end;
+  };
+  const std::vector<SequenceShape> shape_of{{5, 1, 0, 0},    {0, 13, 0, 0},   {37, 11, 0, 0},   {0, 1, 0, 0},
+                                            {90, 1, 0, 0},   {3, 20, 0, 0},   {250, 1, 0, 0},   {40, 1, 24, 0},
+                                            {30, 7, 24, 0},  {52, 1, 0, 45},  {300, 1, 0, 260}, {50, 6, 3, 45},
+                                            {280, 1, 100, 0}};
+  const std::size_t num_blocks = 2048;  // enough for one-token blocks
   const std::size_t row = num_kv_heads * head_dim, elem = dtype_size(cache_dtype);
   std::vector<std::byte> keys(num_blocks * block_size * row * elem), values(keys.size());
   const KVLayerView kv{keys.data(), values.data()};
@@ -43,14 +53,14 @@ void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::siz
   std::vector<std::vector<float>> all_k, all_v;  // every position's K/V, as the cache holds them
   std::vector<kc::AttentionSequence> seqs;
   std::size_t rows = 0, next_block = 0;
-  for (auto [cached, n] : shape_of) {
+  for (auto [cached, n, first_visible, visible_end] : shape_of) {
     const std::size_t total = cached + n;
     std::vector<BlockId> t;
     for (std::size_t b = 0; b < (total + block_size - 1) / block_size; ++b) t.push_back(free_blocks[next_block++]);
     tables.push_back(t);
     all_k.push_back(kernel_test::random_floats(total * row, std::uint32_t(100 + rows), 1.5f));
     all_v.push_back(kernel_test::random_floats(total * row, std::uint32_t(200 + rows)));
-    seqs.push_back({cached, n, {}, rows});
+    seqs.push_back({cached, n, {}, rows, first_visible, visible_end});
     rows += n;
   }
   for (std::size_t s = 0; s < seqs.size(); ++s) seqs[s].block_table = tables[s];
@@ -83,12 +93,14 @@ void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::siz
   const std::size_t group = num_heads / num_kv_heads;
   for (std::size_t s = 0; s < seqs.size(); ++s)
     for (std::size_t t = 0; t < seqs[s].num_tokens; ++t) {
-      const std::size_t pos = seqs[s].num_computed + t, r = seqs[s].first_row + t;
+      const std::size_t r = seqs[s].first_row + t;
+      const std::size_t first = seqs[s].first_visible;
+      const std::size_t end = seqs[s].visible_end ? seqs[s].visible_end : seqs[s].num_computed + t + 1;
       for (std::size_t h = 0; h < num_heads; ++h) {
         const std::size_t kvh = h / group;
-        std::vector<double> w(pos + 1);
+        std::vector<double> w(end, -1e300);
         double mx = -1e300;
-        for (std::size_t j = 0; j <= pos; ++j) {
+        for (std::size_t j = first; j < end; ++j) {
           double d = 0;
           for (std::size_t i = 0; i < head_dim; ++i)
             d += double(q[r * q_ld + h * head_dim + i]) *
@@ -97,10 +109,10 @@ void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::siz
           mx = std::max(mx, w[j]);
         }
         double sum = 0;
-        for (auto& x : w) sum += (x = std::exp(x - mx));
+        for (std::size_t j = first; j < end; ++j) sum += (w[j] = std::exp(w[j] - mx));
         for (std::size_t i = 0; i < head_dim; ++i) {
           double o = 0;
-          for (std::size_t j = 0; j <= pos; ++j)
+          for (std::size_t j = first; j < end; ++j)
             o += w[j] / sum * round_to_cache(all_v[s][j * row + kvh * head_dim + i], cache_dtype);
           INFO("cache " << to_string(cache_dtype) << " seq " << s << " token " << t << " head " << h << " dim " << i);
           REQUIRE(std::fabs(out[r * num_heads * head_dim + h * head_dim + i] - o) <= 2e-5);
@@ -111,7 +123,7 @@ void check_attention(const kc::KernelTable& kernels, DType cache_dtype, std::siz
 
 }  // namespace
 
-TEST_CASE("paged_attention: mixed decode and prefill chunks, GQA, every cache dtype", "[kernels][attention]") {
+TEST_CASE("paged_attention: mixed decode and prefill chunks, visible windows, GQA, every cache dtype", "[kernels][attention]") {
   kernel_test::for_each_variant([](const kc::KernelTable& kernels) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       check_attention(kernels, dtype, 4, 2, 64, 16);

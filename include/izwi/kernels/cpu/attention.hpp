@@ -13,6 +13,13 @@
 // position] of its own sequence — its cached prefix and the chunk's earlier
 // tokens. Store the step's K/V first (store_kv), then attend.
 //
+// A sequence may narrow what its queries see to a range of its positions:
+// `first_visible` hides the positions before it (an encoder-decoder model's
+// decoder tokens follow the audio's cross-attention K/V in the same blocks,
+// and its self-attention starts after them), and `visible_end`, when set,
+// replaces the causal limit with a fixed end for every query (cross-attention
+// over positions [first_visible, visible_end), whatever the query's position).
+//
 // Grouped-query attention: query head h reads kv head h / (num_heads /
 // num_kv_heads). Scores are scaled by `scale` (1/sqrt(head_dim) by default)
 // and normalised with an online softmax over tiles of keys, so no score
@@ -44,6 +51,14 @@ struct AttentionSequence {
   std::span<const BlockId> block_table;
   /// Row of q and out holding this sequence's first query token.
   std::size_t first_row = 0;
+  /// Positions before it are not attended to.
+  std::size_t first_visible = 0;
+  /// 0: causal (query i sees up to position num_computed + i). Otherwise
+  /// every query sees positions [first_visible, visible_end).
+  std::size_t visible_end = 0;
+
+  /// One past the last position query token t (0-based in this step) sees.
+  std::size_t visible_limit(std::size_t t) const noexcept { return visible_end ? visible_end : num_computed + t + 1; }
 };
 
 /// The geometry of one attention layer and its cache.

@@ -129,16 +129,18 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
   std::fill(run_max, run_max + n_queries, -std::numeric_limits<float>::infinity());
   std::fill(run_sum, run_sum + n_queries, 0.0f);
 
-  const std::size_t last_position = seq.num_computed + task.t1 - 1;
+  // Keys [first, end): the union of what this block's queries see (the
+  // last query sees the most under the causal rule).
+  const std::size_t first = seq.first_visible, end = seq.visible_limit(task.t1 - 1);
   const std::size_t elem_bytes = dtype_size(shape.cache_dtype), row_bytes = D * elem_bytes;
   const float* k_rows[TK];
   const float* v_rows[TK];
   // A head's rows are a cache-row apart and scattered over blocks, which the
   // hardware prefetchers do not follow: fetch the next tile while this one
   // is computed (the difference between latency- and bandwidth-bound decode).
-  const auto prefetch_tile = [&](std::size_t first) {
-    const std::size_t end = std::min(first + TK, last_position + 1);
-    for (std::size_t pos = first; pos < end; ++pos) {
+  const auto prefetch_tile = [&](std::size_t from) {
+    const std::size_t stop = std::min(from + TK, end);
+    for (std::size_t pos = from; pos < stop; ++pos) {
       const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
       const std::size_t byte = (slot * row_elements + task.kv_head * D) * elem_bytes;
       for (std::size_t line = 0; line < row_bytes; line += 64) {
@@ -147,10 +149,10 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
       }
     }
   };
-  prefetch_tile(0);
-  for (std::size_t j0 = 0; j0 <= last_position; j0 += TK) {
-    const std::size_t nj = std::min(TK, last_position + 1 - j0);
-    if (j0 + TK <= last_position) prefetch_tile(j0 + TK);
+  if (first < end) prefetch_tile(first);
+  for (std::size_t j0 = first; j0 < end; j0 += TK) {
+    const std::size_t nj = std::min(TK, end - j0);
+    if (j0 + TK < end) prefetch_tile(j0 + TK);
     for (std::size_t j = 0; j < nj; ++j) {
       const std::size_t pos = j0 + j;
       const std::size_t slot = static_cast<std::size_t>(seq.block_table[pos / bs]) * bs + pos % bs;
@@ -168,9 +170,9 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
     for (std::size_t j = nj; j < TK; ++j) k_rows[j] = k_rows[0];  // scored, then masked
 
     for (std::size_t t = task.t0; t < task.t1; ++t) {
-      const std::size_t position = seq.num_computed + t;
-      if (j0 > position) continue;
-      const std::size_t visible = std::min(nj, position + 1 - j0);
+      const std::size_t limit = seq.visible_limit(t);
+      if (j0 >= limit) continue;
+      const std::size_t visible = std::min(nj, limit - j0);
       for (std::size_t g = 0; g < group; ++g) {
         const std::size_t head = task.kv_head * group + g;
         const float* qv = q + (seq.first_row + t) * q_ld + head * D;
@@ -182,7 +184,7 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
   for (std::size_t t = task.t0; t < task.t1; ++t)
     for (std::size_t g = 0; g < group; ++g) {
       const std::size_t qi = (t - task.t0) * group + g;
-      const float inv = 1.0f / run_sum[qi];
+      const float inv = run_sum[qi] > 0.0f ? 1.0f / run_sum[qi] : 0.0f;  // 0: no visible key
       float* o = out + (seq.first_row + t) * out_ld + (task.kv_head * group + g) * D;
       for (std::size_t d = 0; d < D; ++d) o[d] = acc[qi * D + d] * inv;
     }
@@ -242,6 +244,12 @@ inline void attention_decode_chunk(const float* q, const AttentionSequence& seq,
   }
 }
 
+/// Positions a decoding sequence's one query sees: [first_visible, its limit).
+inline std::size_t decode_context(const AttentionSequence& seq) noexcept {
+  const std::size_t limit = seq.visible_limit(0);
+  return limit > seq.first_visible ? limit - seq.first_visible : 0;
+}
+
 /// Positions per decode chunk: enough chunks for every thread twice over, at
 /// least two key tiles each.
 inline std::size_t decode_chunk_positions(std::size_t context, std::size_t threads) noexcept {
@@ -262,9 +270,9 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
   // heads per task; the others over (kv head, block of query tokens).
   const auto tasks_of = [&](const AttentionSequence& seq) -> std::size_t {
     if (seq.num_tokens == 1) {
-      const std::size_t context = seq.num_computed + 1;
+      const std::size_t context = decode_context(seq);
       const std::size_t chunk = decode_chunk_positions(context, pool.size());
-      return (context + chunk - 1) / chunk;
+      return std::max<std::size_t>(1, (context + chunk - 1) / chunk);
     }
     return shape.num_kv_heads * ((seq.num_tokens + QB - 1) / QB);
   };
@@ -291,10 +299,11 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
     auto* scratch = static_cast<float*>(pool.scratch(worker, scratch_floats * sizeof(float)));
     const AttentionSequence& seq = seqs[s];
     if (seq.num_tokens == 1) {
-      const std::size_t context = seq.num_computed + 1;
+      const std::size_t context = decode_context(seq);
       const std::size_t chunk = decode_chunk_positions(context, pool.size());
-      attention_decode_chunk<Arch>(q, seq, local * chunk, std::min(context, (local + 1) * chunk), kv, shape, scale,
-                                   q_ld, partials + t * H * (D + 2), scratch);
+      const std::size_t p0 = seq.first_visible + std::min(context, local * chunk);
+      const std::size_t p1 = seq.first_visible + std::min(context, (local + 1) * chunk);
+      attention_decode_chunk<Arch>(q, seq, p0, p1, kv, shape, scale, q_ld, partials + t * H * (D + 2), scratch);
       return;
     }
     const std::size_t kv_head = local % shape.num_kv_heads, block = local / shape.num_kv_heads;
@@ -315,11 +324,11 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
       float sum = 0.0f;
       for (std::size_t c = c0; c < c1; ++c) {
         const float* part = partials + (c * H + h) * (D + 2);
-        const float weight = std::exp(part[D] - global_max);
+        const float weight = part[D + 1] > 0.0f ? std::exp(part[D] - global_max) : 0.0f;  // empty chunks add nothing
         sum += weight * part[D + 1];
         for (std::size_t d = 0; d < D; ++d) o[d] += weight * part[d];
       }
-      const float inv = 1.0f / sum;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // 0: no visible key
       for (std::size_t d = 0; d < D; ++d) o[d] *= inv;
     }
   }
