@@ -13,7 +13,7 @@
 
 add_library(izwi_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi.cpp)
 add_library(izwi::compiled ALIAS izwi_compiled)
-target_link_libraries(izwi_compiled PUBLIC izwi izwi_tokenizer)
+target_link_libraries(izwi_compiled PUBLIC izwi izwi_tokenizer izwi_audio)  # izwi_audio: Whisper's log-mel
 target_compile_definitions(izwi_compiled PUBLIC IZWI_SEPARATE_COMPILATION)
 set_target_properties(izwi_compiled PROPERTIES EXPORT_NAME compiled POSITION_INDEPENDENT_CODE ON)
 

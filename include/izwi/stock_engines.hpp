@@ -1,7 +1,7 @@
 #pragma once
 // The stock engine configurations, by name: Qwen3 on the CPU with either
 // scheduler and either KV cache (what izwi-server's --scheduling-policy and
-// --kv-cache choose between).
+// --kv-cache choose between), and Whisper on the CPU.
 //
 //   izwi::Qwen3CpuEngine engine(izwi::FcfsScheduler{}, std::move(cache), std::move(executor));
 //
@@ -13,9 +13,11 @@
 #include "izwi/config.hpp"
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/executor/whisper_cpu.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
+#include "izwi/models/whisper.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
 
@@ -29,6 +31,10 @@ using Qwen3CpuPriorityEngine = Engine<PriorityScheduler, PagedKVCache<>, CpuExec
 using Qwen3CpuUnifiedEngine = Engine<FcfsScheduler, UnifiedKVCache<>, CpuExecutor<Qwen3>>;
 /// ... both.
 using Qwen3CpuPriorityUnifiedEngine = Engine<PriorityScheduler, UnifiedKVCache<>, CpuExecutor<Qwen3>>;
+
+/// Whisper (speech recognition, translation) on the CPU, first come first
+/// served, a fixed paged pool holding each request's audio K/V and decoder K/V.
+using WhisperCpuEngine = Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecutor>;
 
 }  // namespace izwi
 

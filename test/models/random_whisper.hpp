@@ -7,12 +7,22 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
 #include <filesystem>
 #include <string>
 #include <system_error>
 
 #include <unistd.h>
+
+#include "izwi/audio/decode.hpp"
+#include "izwi/audio/mel.hpp"
+#include "izwi/models/whisper.hpp"
 
 namespace izwi::testing {
 
@@ -47,6 +57,45 @@ inline std::filesystem::path random_whisper() {
     REQUIRE(std::filesystem::exists(dir / "ggml-model-q8_0.bin"));
   }
   return dir;
+}
+
+/// 16-kHz mono samples of the 30-s window of fixtures/audio/`file` that starts `offset_seconds` in.
+inline std::vector<float> window_samples_of(const std::string& file, std::size_t offset_seconds = 0) {
+  audio::DecodeOptions options;
+  options.target_sample_rate = audio::whisper_sample_rate;
+  const auto decoded = audio::decode_file(whisper_fixtures() / "audio" / file, options);
+  const auto& samples = decoded.audio.samples;
+  const std::size_t skip = std::min(samples.size(), offset_seconds * audio::whisper_sample_rate);
+  const std::size_t take = std::min<std::size_t>(samples.size() - skip, 30 * audio::whisper_sample_rate);
+  return {samples.begin() + static_cast<std::ptrdiff_t>(skip), samples.begin() + static_cast<std::ptrdiff_t>(skip + take)};
+}
+
+/// Whisper's log-mel of the 30-s window of `file` that starts `offset_seconds` in.
+inline std::vector<float> log_mel_of(const std::string& file, std::size_t offset_seconds = 0) {
+  return audio::WhisperLogMel(80)(window_samples_of(file, offset_seconds)).values;
+}
+
+/// A file of the random model, loaded once per process (each load copies ~150 MB).
+inline const Whisper& model(const std::string& file, DType kv = DType::f32) {
+  static std::map<std::pair<std::string, DType>, std::unique_ptr<Whisper>> cache;
+  auto& slot = cache[{file, kv}];
+  if (!slot) {
+    WhisperLoadOptions options;
+    options.kv_cache_dtype = kv;
+    slot = std::make_unique<Whisper>(Whisper::load(random_whisper() / file, options));
+  }
+  return *slot;
+}
+
+/// max |a - b| / max |b|.
+inline double relative_difference(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
 }
 
 }  // namespace izwi::testing

@@ -36,42 +36,13 @@ static_assert(ModelFamily<Whisper>);
 constexpr double WHISPER_ENCODER_TOLERANCE = 2.5e-3;
 constexpr double WHISPER_LOGITS_TOLERANCE = 2.5e-3;
 
-/// Whisper's log-mel of the 30-s window of `file` that starts `offset_seconds` in.
-std::vector<float> log_mel_of(const std::string& file, std::size_t offset_seconds = 0) {
-  audio::DecodeOptions options;
-  options.target_sample_rate = audio::whisper_sample_rate;
-  const auto decoded = audio::decode_file(testing::whisper_fixtures() / "audio" / file, options);
-  const auto& samples = decoded.audio.samples;
-  const std::size_t skip = std::min(samples.size(), offset_seconds * audio::whisper_sample_rate);
-  return audio::WhisperLogMel(80)(std::span(samples).subspan(skip)).values;
-}
-
-/// Loaded once per process: each load copies ~150 MB.
-const Whisper& model(const std::string& file, DType kv = DType::f32) {
-  static std::map<std::pair<std::string, DType>, std::unique_ptr<Whisper>> cache;
-  auto& slot = cache[{file, kv}];
-  if (!slot) {
-    WhisperLoadOptions options;
-    options.kv_cache_dtype = kv;
-    slot = std::make_unique<Whisper>(Whisper::load(testing::random_whisper() / file, options));
-  }
-  return *slot;
-}
-
-/// max |a - b| / max |b|.
-double relative_difference(std::span<const float> a, std::span<const float> b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
 
 }  // namespace
+
+using testing::log_mel_of;
+using testing::model;
+using testing::relative_difference;
 
 TEST_CASE("Whisper: the HF directory and the ggml file give the same encoder output and logits", "[whisper][models]") {
   if (!testing::have_whisper_fixtures()) return;
@@ -262,57 +233,6 @@ TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments",
   CHECK(s.is_timestamp(expected.back()));
   CHECK(std::vector<TokenId>(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(expected.size())) ==
         expected);
-}
-
-TEST_CASE("Whisper: a batch of sequences with their own audio equals each sequence alone", "[whisper][models][properties]") {
-  if (!testing::have_whisper_fixtures()) return;
-  const Whisper& m = model("ggml-model.bin");
-  const std::size_t vocab = m.vocab_size();
-  WhisperRunner jfk(m, {.num_threads = 2}), silero(m, {.num_threads = 2});
-  jfk.start(log_mel_of("jfk.wav"));
-  silero.start(log_mel_of("silero_test.wav"));
-  WhisperCrossKV jfk_cross = m.make_cross_kv(), silero_cross = m.make_cross_kv();
-  detail::ThreadPool pool(2);
-  detail::CpuOps ops(pool);
-  m.cross_kv(ops, jfk.encoder_output().data(), jfk_cross);
-  m.cross_kv(ops, silero.encoder_output().data(), silero_cross);
-
-  // One step: sequence A prefills a 4-token prompt, sequence B a 6-token one.
-  const auto prompt = m.tokenizer()->sot_sequence("en", false, false);
-  std::vector<TokenId> a = prompt, b = m.tokenizer()->sot_sequence("de", false, true);
-  b.insert(b.end(), {1000, 2000, 3000});
-  PagedKVCacheConfig kv_config;
-  kv_config.byte_budget = std::size_t{16} << 20;
-  PagedKVCache<> kv(m.kv_cache_shape(), kv_config);
-  REQUIRE(kv.allocate_slots(SequenceView{1, a, nullptr}, 0, a.size()));
-  REQUIRE(kv.allocate_slots(SequenceView{2, b, nullptr}, 0, b.size()));
-  std::vector<TokenId> tokens = a;
-  tokens.insert(tokens.end(), b.begin(), b.end());
-  std::vector<std::int64_t> positions, slots;
-  for (const auto& [id, seq] : {std::pair<RequestId, const std::vector<TokenId>*>{1, &a}, {2, &b}}) {
-    const auto table = kv.block_table(id);
-    for (std::size_t p = 0; p < seq->size(); ++p) {
-      positions.push_back(static_cast<std::int64_t>(p));
-      slots.push_back(static_cast<std::int64_t>(table[p / kv.block_size()] * kv.block_size() + p % kv.block_size()));
-    }
-  }
-  const std::vector<std::uint32_t> rows = {static_cast<std::uint32_t>(a.size() - 1),
-                                           static_cast<std::uint32_t>(tokens.size() - 1)};
-  const detail::CpuOps::attention_sequence sequences[] = {{0, a.size(), kv.block_table(1), 0},
-                                                          {0, b.size(), kv.block_table(2), a.size()}};
-  const WhisperCrossKV* cross[] = {&jfk_cross, &silero_cross};
-  std::vector<float> logits(2 * vocab);
-  m.forward(ops, ForwardBatch{tokens, positions, slots, rows}, sequences, cross, kv, logits.data());
-
-  const auto alone_a = copy(jfk.feed(a));
-  const auto alone_b = copy(silero.feed(b));
-  CHECK(relative_difference(std::span(logits).first(vocab), alone_a) < 1e-5);
-  CHECK(relative_difference(std::span(logits).last(vocab), alone_b) < 1e-5);
-  // And the two sequences really differ (their audio and prompts do).
-  CHECK(relative_difference(alone_a, alone_b) > 1e-2);
-  kv.free(1);
-  kv.free(2);
-  CHECK(kv.stats().num_used_blocks == 0);
 }
 
 TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory", "[whisper][models]") {

@@ -19,6 +19,9 @@
 //   ce.make_detokenizer() -> D, with d.append(TokenId) -> std::string_view giving
 //                            the text that token completes (stop strings, streaming text)
 //   ce.max_model_len()   -> size_t                 context limit
+//   e.release(id)                                  the request ended or was preempted:
+//                                                  drop what the executor keeps for it
+//                                                  beyond the KV cache (an encoder output)
 
 #include <concepts>
 #include <cstddef>
@@ -73,5 +76,9 @@ template <class E>
 concept HasMaxModelLen = requires(const E& e) {
   { e.max_model_len() } -> std::convertible_to<std::size_t>;
 };
+
+/// Optional: the executor keeps per-request state beyond the KV cache.
+template <class E>
+concept HasRequestRelease = requires(E& e, RequestId id) { e.release(id); };
 
 }  // namespace izwi

@@ -54,6 +54,10 @@ struct AudioInput {
   std::uint32_t placeholder_length = 0;
   /// Content hash of the samples; computed by the engine when left 0.
   std::uint64_t content_hash = 0;
+  /// The model's input features of `samples`, computed off the step loop
+  /// (a Whisper window's log-mel, [n_mels][3000]: make_whisper_request does
+  /// it on the caller's thread); empty: the executor computes them.
+  std::vector<float> features;
 
   double duration_seconds() const noexcept {
     return sample_rate ? static_cast<double>(samples.size()) / sample_rate : 0.0;

@@ -20,5 +20,8 @@ IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, CpuExecutor
 IZWI_STOCK_INSTANTIATION class Engine<PriorityScheduler, PagedKVCache<>, CpuExecutor<Qwen3>>;
 IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, UnifiedKVCache<>, CpuExecutor<Qwen3>>;
 IZWI_STOCK_INSTANTIATION class Engine<PriorityScheduler, UnifiedKVCache<>, CpuExecutor<Qwen3>>;
+IZWI_STOCK_INSTANTIATION void WhisperCpuExecutor::execute<PagedKVCache<>>(const StepPlan&, PagedKVCache<>&,
+                                                                          StepResult&);
+IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecutor>;
 
 }  // namespace izwi

@@ -145,6 +145,7 @@ class Engine {
   void finish_record(Record& record, FinishReason reason, TimePoint now);
   void deliver(Record& record, StreamChunk&& chunk);
   void end_request(RequestId id, FinishReason reason, TimePoint now);
+  void finish_in_scheduler(RequestId id, FinishReason reason);
   void refresh_gauges();
   void notify_streams();
 

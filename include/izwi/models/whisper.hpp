@@ -8,12 +8,21 @@
 //                          x += fc2(GELU(fc1(LN(x))))
 //     x = LN_post(x)
 //   cross-attention K/V (once per window and decoder layer): K = x·Wkᵀ, V = x·Wvᵀ + bv
-//   decoder (every step, per token at position p):
+//   decoder (every step, per token at decoder position p):
 //     x = token_embedding[t] + positional_embedding[p]
-//     per layer:  x += SelfAttn(LN(x))   causal, K/V in the paged KV cache
-//                 x += CrossAttn(LN(x))  over the request's encoder K/V
+//     per layer:  x += SelfAttn(LN(x))   causal over the decoder tokens
+//                 x += CrossAttn(LN(x))  over the window's encoder K/V
 //                 x += fc2(GELU(fc1(LN(x))))
 //     logits = LN(x) · token_embeddingᵀ   (tied)
+//
+// One request is one sequence in the paged KV cache: its first
+// audio_positions() cache positions hold the window's cross-attention K/V
+// (every decoder layer's, written by store_cross_kv) and its decoder tokens
+// follow. So the cache's budget accounts for the audio, the prefix cache
+// shares it between requests with the same audio (the blocks' keys carry the
+// audio's hash), and preemption frees it with the rest. A decoder token's
+// self-attention sees the positions from audio_positions() on, its
+// cross-attention [0, n_audio_ctx).
 //
 // Checkpoints: a Hugging Face directory (openai/whisper-*: config.json,
 // model.safetensors, generation_config.json, vocab.json or tokenizer.json) or a whisper.cpp ggml `.bin`
@@ -130,15 +139,6 @@ struct WhisperLayerWeights {
   std::vector<float> mlp_ln_w, mlp_ln_b;
 };
 
-/// Cross-attention K/V of one window, per decoder layer, in the layout
-/// dense_attention reads: K [heads][n][head_dim], V [heads][head_dim][n].
-/// Held with the request (computed once, read by every decoder step).
-struct WhisperCrossKV {
-  std::size_t n_ctx = 0;
-  std::vector<std::vector<float>> keys, values;
-  std::size_t bytes() const noexcept;
-};
-
 namespace detail::whisper {
 struct Loader;
 }
@@ -153,7 +153,8 @@ class Whisper {
   static Whisper load(const std::filesystem::path& path, WhisperLoadOptions options = {});
 
   const WhisperConfig& config() const noexcept { return config_; }
-  /// The decoder's self-attention cache (cross-attention K/V live in WhisperCrossKV).
+  /// The cache of a request: cross-attention K/V, then the decoder's
+  /// self-attention K/V (the same heads and head size).
   KVCacheShape kv_cache_shape() const noexcept {
     return {config_.decoder_layers, config_.decoder_heads, config_.head_dim(), kv_cache_dtype_};
   }
@@ -175,17 +176,31 @@ class Whisper {
   template <WhisperOps Ops>
   void encode_batch(Ops& ops, const float* mels, std::size_t windows, float* out) const;
 
-  /// Cross-attention K/V of every decoder layer from an encoder output.
-  template <WhisperOps Ops>
-  void cross_kv(Ops& ops, const float* encoder_out, WhisperCrossKV& kv) const;
-  WhisperCrossKV make_cross_kv() const;
+  /// Cache positions a request's audio occupies before its first decoder
+  /// token: n_audio_ctx rounded up to a multiple of 64, so that with any
+  /// power-of-two block size up to 64 the audio fills whole blocks and a
+  /// prefix-cache hit can end exactly where the decoder starts. Positions
+  /// from n_audio_ctx on are never written nor read.
+  std::size_t audio_positions() const noexcept { return (std::size_t{config_.n_audio_ctx} + 63) / 64 * 64; }
+  /// The sequence length a request may reach: the audio, then n_text_ctx decoder tokens.
+  std::size_t max_sequence_length() const noexcept { return audio_positions() + config_.n_text_ctx; }
 
-  /// One decoder step over the batch: K/V of every token into `kv` (paged,
-  /// causal self-attention), cross-attention of sequence i over cross[i],
-  /// logits of batch.logit_rows into `logits` ([rows][vocab]).
+  /// Cross-attention K/V of encoder rows [first_row, first_row + slots.size())
+  /// of one window's encoder output ([n_audio_ctx][d_model]), for every
+  /// decoder layer, written into the cache at `slots` (negative: skipped).
   template <WhisperOps Ops, KVCachePolicy K>
-  void forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
-               std::span<const WhisperCrossKV* const> cross, K& kv, float* logits) const;
+  void store_cross_kv(Ops& ops, const float* encoder_out, std::size_t first_row, std::span<const std::int64_t> slots,
+                      K& kv) const;
+
+  /// One decoder step over the batch: batch.tokens are decoder tokens at
+  /// decoder positions batch.positions (< n_text_ctx), their K/V go to
+  /// batch.slots. `self` holds each sequence's self-attention (cache
+  /// positions; first_visible = audio_positions()), `cross` the same rows'
+  /// cross-attention (visible range [0, n_audio_ctx)). Logits of
+  /// batch.logit_rows go to `logits` ([rows][vocab]).
+  template <WhisperOps Ops, KVCachePolicy K>
+  void forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> self,
+               std::span<const typename Ops::attention_sequence> cross, K& kv, float* logits) const;
 
  private:
   Whisper() = default;

@@ -1,9 +1,11 @@
 #pragma once
 // WhisperRunner: one Whisper request on the CPU, outside the engine: the
 // encoder of one 30-s window, its cross-attention K/V, and decoder steps over
-// a paged KV cache of its own. Tests, tools and the reference comparisons use
-// it; the engine integration (batched encoder work, many requests per decoder
-// step) will drive Whisper::encode / cross_kv / forward the same way.
+// a paged KV cache of its own, laid out as the engine lays out a request
+// (Whisper::audio_positions() of cross-attention K/V, then the decoder
+// tokens). Tools and the reference comparisons use it; the engine's
+// WhisperCpuExecutor drives Whisper::encode_batch / store_cross_kv / forward
+// for many requests per step and is tested equal to it.
 //
 //   izwi::WhisperRunner run(model, {.num_threads = 2});
 //   run.start(mel);                                   // [n_mels][3000], WhisperLogMel
@@ -25,9 +27,10 @@ namespace izwi {
 
 struct WhisperRunnerOptions {
   std::size_t num_threads = 0;  ///< 0: all cores
-  /// KV-cache memory for the decoder's self-attention (448 positions of
-  /// large-v3 in f32 take 29 MB).
-  std::size_t kv_cache_bytes = std::size_t{64} << 20;
+  /// KV-cache memory (the audio's cross-attention K/V and the decoder's
+  /// self-attention); 0: enough for one request of the model's longest
+  /// sequence (tiny in f32: 24 MB; large-v3 in f16: 325 MB).
+  std::size_t kv_cache_bytes = 0;
 };
 
 class WhisperRunner {
@@ -46,9 +49,12 @@ class WhisperRunner {
   /// Appends `tokens` to the sequence and returns the logits of the last one
   /// ([vocab]), or of every one when `all_rows` ([tokens][vocab]).
   std::span<const float> feed(std::span<const TokenId> tokens, bool all_rows = false);
-  /// Tokens fed since start().
-  std::span<const TokenId> tokens() const noexcept { return tokens_; }
-  /// Drops the decoder sequence (its KV blocks), keeping the encoder output.
+  /// Decoder tokens fed since start() or restart().
+  std::span<const TokenId> tokens() const noexcept {
+    return std::span<const TokenId>(sequence_tokens_).subspan(model_->audio_positions());
+  }
+  /// Drops the decoder tokens (a fresh sequence whose cross-attention K/V are
+  /// stored again from the kept encoder output).
   void restart();
 
  private:
@@ -58,8 +64,7 @@ class WhisperRunner {
   PagedKVCache<> kv_;
   RequestId sequence_ = 1;
   std::vector<float> encoder_out_;
-  WhisperCrossKV cross_;
-  std::vector<TokenId> tokens_;
+  std::vector<TokenId> sequence_tokens_;  ///< audio placeholders, then decoder tokens
   std::vector<float> logits_;
 };
 

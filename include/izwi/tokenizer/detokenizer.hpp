@@ -13,6 +13,7 @@
 
 #include <izwi/core/ids.hpp>
 #include <izwi/tokenizer/bpe_tokenizer.hpp>
+#include <izwi/tokenizer/detail/utf8_assembler.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -36,19 +37,15 @@ class IncrementalDetokenizer {
   std::string_view flush();
 
   /// Bytes held back waiting for the rest of a UTF-8 sequence (0 to 3).
-  std::size_t pending_bytes() const noexcept { return pending_.size(); }
+  std::size_t pending_bytes() const noexcept { return assembler_.pending_bytes(); }
 
   /// Forgets held bytes, to reuse this object for another stream.
-  void reset() noexcept {
-    pending_.clear();
-    text_.clear();
-  }
+  void reset() noexcept { assembler_.reset(); }
 
  private:
   const BpeTokenizer* tokenizer_;
   DecodeOptions options_;
-  std::string pending_;  ///< the start of a UTF-8 sequence still missing bytes
-  std::string text_;     ///< what the last call returned
+  detail::Utf8Assembler assembler_;
 };
 
 /// The detokenizer of a model whose checkpoint may or may not carry a

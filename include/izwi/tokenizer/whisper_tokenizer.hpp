@@ -21,6 +21,7 @@
 
 #include <izwi/core/ids.hpp>
 #include <izwi/io/json.hpp>
+#include <izwi/tokenizer/detail/utf8_assembler.hpp>
 
 #include <array>
 #include <cstddef>
@@ -91,6 +92,12 @@ class WhisperTokenizer {
   std::string decode(std::span<const TokenId> ids, bool include_special = false) const;
   /// The bytes of one id ("" for ids without text); specials as <|...|>.
   std::string token_text(TokenId id) const;
+  /// The bytes of a text token; empty for special and timestamp tokens (and
+  /// ids outside the vocabulary). No allocation: the streaming path uses it.
+  std::string_view text_bytes(TokenId id) const noexcept {
+    if (id < 0 || id >= special_.eot || static_cast<std::size_t>(id) >= tokens_.size()) return {};
+    return tokens_[static_cast<std::size_t>(id)];
+  }
   /// The id of an exact token byte string, or of a special token's <|...|> text.
   std::optional<TokenId> token_to_id(std::string_view text) const;
 
@@ -109,6 +116,29 @@ class WhisperTokenizer {
   std::vector<std::string> tokens_;  ///< bytes of the BPE tokens, index = id = rank
   std::unordered_map<std::string, TokenId> ranks_;
 };
+
+/// Streaming text of a Whisper request (the engine's detokenizer ability,
+/// concepts/executor.hpp): each call returns the text its token completes.
+/// Special and timestamp tokens give none (the server turns timestamps into
+/// segments from the token ids). Default-constructed (a checkpoint without a
+/// vocabulary) it gives no text at all.
+class WhisperDetokenizer {
+ public:
+  WhisperDetokenizer() = default;
+  /// Keeps a pointer to `tokenizer` (may be null), which must outlive this object.
+  explicit WhisperDetokenizer(const WhisperTokenizer* tokenizer) noexcept : tokenizer_(tokenizer) {}
+  std::string_view append(TokenId id) { return assembler_.push(tokenizer_ ? tokenizer_->text_bytes(id) : std::string_view{}); }
+  std::string_view flush() { return assembler_.flush(); }
+
+ private:
+  const WhisperTokenizer* tokenizer_ = nullptr;
+  detail::Utf8Assembler assembler_;
+};
+
+/// Found by argument-dependent lookup from an executor's make_detokenizer().
+inline WhisperDetokenizer make_model_detokenizer(const WhisperTokenizer* tokenizer) {
+  return WhisperDetokenizer(tokenizer);
+}
 
 }  // namespace izwi::tokenizer
 

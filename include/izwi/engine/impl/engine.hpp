@@ -251,8 +251,10 @@ void Engine<S, K, E>::step_body() {
       it->second.error = "the request needs more KV-cache blocks than the whole cache holds";
     end_request(id, FinishReason::error, now);
   }
-  for (RequestId id : plan.preempted)
+  for (RequestId id : plan.preempted) {
+    if constexpr (HasRequestRelease<E>) executor_.release(id);
     if (auto it = records_.find(id); it != records_.end()) ++it->second.num_preemptions;
+  }
 
   if (!plan.empty()) {
     for (const ScheduledSequence& seq : plan.sequences) {
@@ -357,7 +359,7 @@ void Engine<S, K, E>::recover_from_fault(std::string_view what) {
     for (auto& [id, record] : records_)
       if (record.finished) ids.push_back(id);
     for (RequestId id : ids) {
-      scheduler_.finish(id, records_.at(id).finish_reason, kv_cache_);
+      finish_in_scheduler(id, records_.at(id).finish_reason);
       records_.erase(id);
     }
     ids = plan_ids_;
@@ -378,7 +380,7 @@ void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::stri
     ++metrics_.num_engine_faults;
   }
   const std::string message = "the engine could not admit the request: " + std::string(what);
-  scheduler_.finish(command.id, FinishReason::error, kv_cache_);
+  finish_in_scheduler(command.id, FinishReason::error);
   if (records_.contains(command.id)) {
     fail_request(command.id, message, now);
     return;
@@ -558,7 +560,7 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
     }
   }
   for (RequestId id : finished_this_step_) {
-    scheduler_.finish(id, records_.at(id).finish_reason, kv_cache_);
+    finish_in_scheduler(id, records_.at(id).finish_reason);
     records_.erase(id);
   }
 }
@@ -613,10 +615,18 @@ void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint no
   live_ids_.erase(r.id);
 }
 
+/// The scheduler drops the request and frees its blocks; an executor that
+/// keeps state of its own for it drops that too.
+template <class S, class K, class E>
+void Engine<S, K, E>::finish_in_scheduler(RequestId id, FinishReason reason) {
+  scheduler_.finish(id, reason, kv_cache_);
+  if constexpr (HasRequestRelease<E>) executor_.release(id);
+}
+
 /// Ends a request from outside the output path (abort, scheduler failure).
 template <class S, class K, class E>
 void Engine<S, K, E>::end_request(RequestId id, FinishReason reason, TimePoint now) {
-  scheduler_.finish(id, reason, kv_cache_);
+  finish_in_scheduler(id, reason);
   auto it = records_.find(id);
   if (it == records_.end()) return;
   finish_record(it->second, reason, now);

@@ -32,21 +32,6 @@ void mlp_block(Ops& ops, const WhisperLayerWeights& w, float* x, std::size_t row
 
 }  // namespace detail::whisper
 
-inline std::size_t WhisperCrossKV::bytes() const noexcept {
-  std::size_t n = 0;
-  for (const auto& k : keys) n += k.size() * sizeof(float);
-  for (const auto& v : values) n += v.size() * sizeof(float);
-  return n;
-}
-
-inline WhisperCrossKV Whisper::make_cross_kv() const {
-  WhisperCrossKV kv;
-  kv.n_ctx = config_.n_audio_ctx;
-  kv.keys.assign(config_.decoder_layers, std::vector<float>(std::size_t{config_.n_audio_ctx} * config_.d_model));
-  kv.values = kv.keys;
-  return kv;
-}
-
 template <WhisperOps Ops>
 void Whisper::encode_batch(Ops& ops, const float* mels, std::size_t windows, float* out) const {
   using detail::whisper::linear;
@@ -96,42 +81,36 @@ void Whisper::encode_batch(Ops& ops, const float* mels, std::size_t windows, flo
   ops.layer_norm(x, rows, d, encoder_ln_w_.data(), encoder_ln_b_.data(), eps, x);
 }
 
-template <WhisperOps Ops>
-void Whisper::cross_kv(Ops& ops, const float* encoder_out, WhisperCrossKV& kv) const {
+template <WhisperOps Ops, KVCachePolicy K>
+void Whisper::store_cross_kv(Ops& ops, const float* encoder_out, std::size_t first_row,
+                             std::span<const std::int64_t> slots, K& kv) const {
   const WhisperConfig& c = config_;
-  const std::size_t n = c.n_audio_ctx, d = c.d_model;
-  if (kv.keys.size() != c.decoder_layers || kv.values.size() != c.decoder_layers)
-    throw izwi::invalid_argument("cross_kv", "WhisperCrossKV not sized for this model (use make_cross_kv)");
-  float* k = ops.buffer(3, n * d);
-  float* v = ops.buffer(4, n * d);
-  for (std::size_t l = 0; l < c.decoder_layers; ++l) {
+  const std::size_t rows = slots.size(), d = c.d_model;
+  if (first_row + rows > c.n_audio_ctx)
+    throw izwi::invalid_argument("store_cross_kv", "encoder rows [" + std::to_string(first_row) + ", " +
+                                                       std::to_string(first_row + rows) + ") outside the window's " +
+                                                       std::to_string(c.n_audio_ctx));
+  if (rows == 0) return;
+  float* k = ops.buffer(3, rows * d);
+  float* v = ops.buffer(4, rows * d);
+  const float* x = encoder_out + first_row * d;
+  for (std::uint32_t l = 0; l < c.decoder_layers; ++l) {
     const WhisperLayerWeights& w = decoder_layers_[l];
-    detail::whisper::linear(ops, encoder_out, n, w.cross_attn.key, k);
-    detail::whisper::linear(ops, encoder_out, n, w.cross_attn.value, v);
-    kv.keys[l].resize(n * d);
-    kv.values[l].resize(n * d);
-    ops.split_heads(k, v, n, c.decoder_heads, c.head_dim(), kv.keys[l].data(), kv.values[l].data());
+    detail::whisper::linear(ops, x, rows, w.cross_attn.key, k);
+    detail::whisper::linear(ops, x, rows, w.cross_attn.value, v);
+    ops.store_kv(kv.layer(l), kv_cache_dtype_, k, v, slots, c.decoder_heads, c.head_dim());
   }
-  kv.n_ctx = n;
 }
 
 template <WhisperOps Ops, KVCachePolicy K>
-void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
-                      std::span<const WhisperCrossKV* const> cross, K& kv, float* logits) const {
+void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> self,
+                      std::span<const typename Ops::attention_sequence> cross, K& kv, float* logits) const {
   using detail::whisper::linear;
   const WhisperConfig& c = config_;
   const std::size_t t = batch.tokens.size(), d = c.d_model, heads = c.decoder_heads, hd = c.head_dim();
   const float eps = c.layer_norm_eps;
-  if (cross.size() != sequences.size())
-    throw izwi::invalid_argument("cross", "one WhisperCrossKV per sequence is needed");
-  std::size_t longest_cross = 0;
-  for (const WhisperCrossKV* ckv : cross) {
-    if (ckv == nullptr || ckv->keys.size() != c.decoder_layers)
-      throw izwi::invalid_argument("cross", "a sequence has no cross-attention K/V for this model");
-    longest_cross = std::max(longest_cross, ckv->n_ctx);
-  }
-  std::size_t longest_rows = 0;
-  for (const auto& s : sequences) longest_rows = std::max(longest_rows, s.num_tokens);
+  if (cross.size() != self.size())
+    throw izwi::invalid_argument("cross", "one cross-attention sequence per self-attention sequence is needed");
 
   float* x = ops.buffer(0, t * d);
   float* h = ops.buffer(1, t * d);
@@ -140,7 +119,6 @@ void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typen
   float* v = ops.buffer(4, t * d);
   float* attn = ops.buffer(5, t * d);
   float* hidden = ops.buffer(6, t * c.ffn_dim);
-  float* scores = ops.buffer(7, longest_rows * longest_cross);
 
   ops.embed(token_embedding_, batch.tokens, x);
   for (std::size_t i = 0; i < t; ++i) {
@@ -158,18 +136,13 @@ void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typen
     linear(ops, h, t, w.self_attn.value, v);
     const KVLayerView view = kv.layer(l);
     ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, heads, hd);
-    ops.attention(q, sequences, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
+    ops.attention(q, self, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
     linear(ops, attn, t, w.self_attn.out, h);
     ops.add(x, h, t * d);
 
     ops.layer_norm(x, t, d, w.cross_attn_ln_w.data(), w.cross_attn_ln_b.data(), eps, h);
     linear(ops, h, t, w.cross_attn.query, q);
-    for (std::size_t s = 0; s < sequences.size(); ++s) {
-      const auto& seq = sequences[s];
-      const WhisperCrossKV& ckv = *cross[s];
-      ops.dense_attention(q + seq.first_row * d, seq.num_tokens, ckv.keys[l].data(), ckv.values[l].data(), ckv.n_ctx,
-                          heads, hd, scores, attn + seq.first_row * d);
-    }
+    ops.attention(q, cross, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
     linear(ops, attn, t, w.cross_attn.out, h);
     ops.add(x, h, t * d);
     detail::whisper::mlp_block(ops, w, x, t, d, eps, h, hidden);

@@ -1,0 +1,239 @@
+// Whisper on the engine (WhisperCpuExecutor): transcriptions equal
+// WhisperRunner's, whatever shares the step (batched = alone), however the
+// audio's placeholders are chunked (chunked = unchunked) and whether the
+// encoder's K/V come from the prefix cache (cached = uncached); language
+// probes equal whisper_detect_language; no KV block or encoder output leaks.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "izwi/engine/engine.hpp"
+#include "izwi/executor/whisper_cpu.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/models/whisper_request.hpp"
+#include "izwi/models/whisper_runner.hpp"
+#include "izwi/scheduler/fcfs.hpp"
+#include "izwi/tokenizer/detail/utf8.hpp"
+#include "models/random_whisper.hpp"
+
+using namespace izwi;
+using testing::model;
+using testing::window_samples_of;
+
+namespace {
+
+using WhisperEngine = Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecutor>;
+
+static_assert(ExecutorFor<WhisperCpuExecutor, PagedKVCache<>>);
+static_assert(HasRequestRelease<WhisperCpuExecutor> && HasDetokenizer<WhisperCpuExecutor>);
+
+/// An engine over the random tiny Whisper; `token_budget` small enough
+/// chunks the audio's 1536 placeholders over several steps.
+std::unique_ptr<WhisperEngine> make_engine(std::size_t token_budget = 8192, DType kv = DType::f32,
+                                           bool initial_timestamp = true) {
+  WhisperCpuExecutorConfig executor_config;
+  executor_config.num_threads = 2;
+  executor_config.initial_timestamp = initial_timestamp;
+  WhisperCpuExecutor executor(model("ggml-model.bin", kv), executor_config);
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = std::size_t{160} << 20;  // five requests of the tiny shape in f32
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  SchedulerConfig scheduler;
+  scheduler.max_num_batched_tokens = token_budget;
+  return std::make_unique<WhisperEngine>(FcfsScheduler(scheduler), std::move(cache), std::move(executor));
+}
+
+struct Window {
+  std::string file;
+  std::size_t offset;
+};
+const std::vector<Window> windows = {{"jfk.wav", 0}, {"silero_test.wav", 0}, {"silero_test.wav", 30}};
+
+Request request_for(const Window& w, bool timestamps, SamplingParams sampling = whisper_sampling()) {
+  WhisperPromptOptions options;
+  options.language = "en";
+  options.timestamps = timestamps;
+  return make_whisper_request(model("ggml-model.bin"), window_samples_of(w.file, w.offset), options, sampling);
+}
+
+/// The generated ids without the final <|endoftext|>.
+std::vector<TokenId> text_and_timestamps(const RequestOutput& out) {
+  std::vector<TokenId> ids = out.token_ids;
+  if (!ids.empty() && ids.back() == model("ggml-model.bin").special_tokens().eot) ids.pop_back();
+  return ids;
+}
+
+void check_nothing_held(const WhisperEngine& engine) {
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  CHECK(engine.executor().num_pending_windows() == 0);
+}
+
+/// Runs requests together: all added before the first step.
+std::vector<RequestOutput> run_together(WhisperEngine& engine, std::vector<Request> requests) {
+  std::vector<RequestId> ids;
+  for (Request& r : requests) ids.push_back(engine.add_request(std::move(r)));
+  std::vector<RequestOutput> outputs(ids.size());
+  std::vector<std::vector<TokenId>> tokens(ids.size());
+  while (engine.has_unfinished_requests())
+    for (const StreamChunk& chunk : engine.step()) {
+      const auto at = std::find(ids.begin(), ids.end(), chunk.id) - ids.begin();
+      auto& out = outputs[static_cast<std::size_t>(at)];
+      out.token_ids.insert(out.token_ids.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      out.text += chunk.text;
+      if (chunk.finish_reason) out.finish_reason = *chunk.finish_reason;
+      out.error += chunk.error;
+    }
+  return outputs;
+}
+
+}  // namespace
+
+TEST_CASE("WhisperCpuExecutor: greedy transcription on the engine equals WhisperRunner's", "[whisper][engine]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  auto engine = make_engine();
+  for (bool timestamps : {false, true}) {
+    const Window& w = windows[0];
+    WhisperRunner runner(m, {.num_threads = 2});
+    runner.start(testing::log_mel_of(w.file, w.offset));
+    WhisperGreedyOptions options;
+    options.timestamps = timestamps;
+    const WhisperGreedyResult expected = whisper_greedy_decode(runner, options);
+    REQUIRE(expected.tokens.size() >= 8);
+
+    const RequestOutput out = engine->generate(request_for(w, timestamps));
+    INFO("timestamps " << timestamps);
+    CHECK(out.error.empty());
+    CHECK(text_and_timestamps(out) == expected.tokens);
+    // The runner's text is the tokens' raw bytes; the engine's is the same
+    // with bytes that form no character replaced, as they stream.
+    std::string expected_text;
+    tokenizer::detail::append_utf8_lossy(expected_text, expected.text);
+    CHECK(out.text == expected_text);
+    REQUIRE(out.logprobs.size() == out.token_ids.size());  // whisper_sampling asks for each token's logprob
+    for (const TokenLogprobs& l : out.logprobs) CHECK(l.logprob <= 0.0f);
+  }
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("WhisperCpuExecutor: requests batched in one step equal each alone", "[whisper][engine][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  std::vector<std::vector<TokenId>> alone;
+  {
+    auto engine = make_engine();
+    for (const Window& w : windows) alone.push_back(text_and_timestamps(engine->generate(request_for(w, true))));
+  }
+  // Different audio, different prompts: the windows give different texts.
+  CHECK(alone[0] != alone[1]);
+  CHECK(alone[1] != alone[2]);
+
+  auto engine = make_engine();
+  std::vector<Request> requests;
+  for (const Window& w : windows) requests.push_back(request_for(w, true));
+  const std::vector<RequestOutput> together = run_together(*engine, std::move(requests));
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    INFO("window " << i);
+    CHECK(together[i].error.empty());
+    CHECK(text_and_timestamps(together[i]) == alone[i]);
+  }
+  check_nothing_held(*engine);
+
+  SECTION("sampled with a seed: the same tokens batched or alone") {
+    SamplingParams sampling = whisper_sampling(0.8f);
+    sampling.seed = 11;
+    const auto single = make_engine()->generate(request_for(windows[1], true, sampling));
+    std::vector<Request> batch;
+    for (const Window& w : windows) batch.push_back(request_for(w, true, sampling));
+    const auto sampled = run_together(*make_engine(), std::move(batch));
+    CHECK(sampled[1].token_ids == single.token_ids);
+  }
+}
+
+TEST_CASE("WhisperCpuExecutor: audio placeholders chunked over steps equal one chunk", "[whisper][engine][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto whole = make_engine()->generate(request_for(windows[0], true));
+  for (std::size_t budget : {std::size_t{512}, std::size_t{700}}) {
+    auto engine = make_engine(budget);
+    INFO("token budget " << budget);
+    std::vector<Request> requests;
+    requests.push_back(request_for(windows[0], true));
+    requests.push_back(request_for(windows[1], true));
+    const auto outputs = run_together(*engine, std::move(requests));
+    CHECK(outputs[0].token_ids == whole.token_ids);
+    check_nothing_held(*engine);
+  }
+}
+
+TEST_CASE("WhisperCpuExecutor: the language probe, and the prefix cache reusing the audio", "[whisper][engine][properties]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  const auto& s = m.special_tokens();
+  const auto samples = window_samples_of("jfk.wav");
+  WhisperRunner runner(m, {.num_threads = 2});
+  runner.start(testing::log_mel_of("jfk.wav"));
+  const WhisperLanguage expected = whisper_detect_language(runner);
+
+  auto engine = make_engine();
+  const RequestOutput probe = engine->generate(make_whisper_language_probe(m, samples));
+  REQUIRE(probe.token_ids.size() == 1);
+  REQUIRE(probe.logprobs.size() == 1);
+  CHECK(probe.token_ids[0] == expected.token);
+  CHECK(std::abs(std::exp(probe.logprobs[0].logprob) - expected.probability) < 1e-4);
+  const auto& top = probe.logprobs[0].top;
+  REQUIRE(top.size() == SamplingParams::max_logprobs + 1);
+  CHECK(top.front().token == expected.token);
+  CHECK(std::is_sorted(top.begin(), top.end() - 1, [](auto a, auto b) { return a.logprob > b.logprob; }));
+  CHECK(top.back().token == s.no_speech);
+  CHECK(top.back().logprob < 0.0f);
+
+  // The transcription of the same audio finds the encoder's K/V cached:
+  // every placeholder block is a hit, and the tokens equal a cold engine's.
+  const auto hits_before = engine->kv_cache().stats().prefix_cache_hits;
+  const RequestOutput warm = engine->generate(request_for(windows[0], true));
+  CHECK(engine->kv_cache().stats().prefix_cache_hits - hits_before >= m.audio_positions());
+  const RequestOutput cold = make_engine()->generate(request_for(windows[0], true));
+  CHECK(warm.token_ids == cold.token_ids);
+  // Other audio shares nothing.
+  const auto hits_other = engine->kv_cache().stats().prefix_cache_hits;
+  engine->generate(request_for(windows[1], true));
+  CHECK(engine->kv_cache().stats().prefix_cache_hits == hits_other);
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("WhisperCpuExecutor: aborting a request between audio chunks frees its blocks and encoder output",
+          "[whisper][engine]") {
+  if (!testing::have_whisper_fixtures()) return;
+  auto engine = make_engine(512);
+  const RequestId id = engine->add_request(request_for(windows[0], true));
+  engine->step();
+  CHECK(engine->executor().num_pending_windows() == 1);
+  CHECK(engine->kv_cache().stats().num_used_blocks > 0);
+  REQUIRE(engine->abort(id));
+  engine->step();
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("Whisper requests: bad input is refused naming the field", "[whisper][engine]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  const std::vector<float> too_long(whisper_window_samples + 1, 0.0f);
+  WhisperPromptOptions english, unknown;
+  english.language = "en";
+  unknown.language = "xx";
+  CHECK_THROWS_WITH(make_whisper_request(m, too_long, english), Catch::Contains("at most 30 s"));
+  CHECK_THROWS_WITH(make_whisper_request(m, std::vector<float>(16000), unknown),
+                    Catch::Contains("unknown language 'xx'") && Catch::Contains("en"));
+  CHECK_THROWS_WITH(make_whisper_request(m, std::vector<float>(16000), {}), Catch::Contains("language"));
+  // A request without audio fails alone; the engine goes on.
+  auto engine = make_engine();
+  Request no_audio = request_for(windows[0], false);
+  no_audio.audio.reset();
+  const RequestOutput failed = engine->generate(std::move(no_audio));
+  CHECK(failed.finish_reason == FinishReason::error);
+  CHECK_THAT(failed.error, Catch::Contains("needs audio"));
+  CHECK(engine->generate(request_for(windows[0], false)).error.empty());
+  check_nothing_held(*engine);
+}
