@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "izwi/engine/beam_search.hpp"
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/whisper_cpu.hpp"
 #include "izwi/kv_cache/paged.hpp"
@@ -235,5 +236,42 @@ TEST_CASE("Whisper requests: bad input is refused naming the field", "[whisper][
   CHECK(failed.finish_reason == FinishReason::error);
   CHECK_THAT(failed.error, Catch::Contains("needs audio"));
   CHECK(engine->generate(request_for(windows[0], false)).error.empty());
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("beam_search on the Whisper engine: width 1 is greedy; width 5 is well formed and shares the audio's blocks",
+          "[whisper][engine][beam]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const auto& s = model("ggml-model.bin").special_tokens();
+  const auto greedy = text_and_timestamps(make_engine()->generate(request_for(windows[0], true)));
+
+  auto engine = make_engine();
+  engine->run();
+  const std::vector<TokenId> eos = {s.eot};
+  BeamSearchOptions options;
+  options.max_tokens = 40;
+  options.beam_width = 1;
+  const Request base = request_for(windows[0], true);
+  const BeamSearchResult one = beam_search(engine_generate_all(*engine), base, eos, options);
+  const std::size_t compared = std::min<std::size_t>(greedy.size(), options.max_tokens);
+  REQUIRE(one.best().tokens.size() >= compared);
+  CHECK(std::vector<TokenId>(one.best().tokens.begin(), one.best().tokens.begin() + static_cast<std::ptrdiff_t>(compared)) ==
+        std::vector<TokenId>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(compared)));
+
+  options.beam_width = 5;
+  const auto hits_before = engine->kv_cache().stats().prefix_cache_hits;
+  const BeamSearchResult five = beam_search(engine_generate_all(*engine), base, eos, options);
+  // Every beam request of every round found the audio's blocks cached.
+  CHECK(engine->kv_cache().stats().prefix_cache_hits - hits_before >= five.num_requests * model("ggml-model.bin").audio_positions());
+  CHECK(five.num_requests <= 5 * options.max_tokens);
+  CHECK(std::is_sorted(five.hypotheses.begin(), five.hypotheses.end(),
+                       [](const auto& a, const auto& b) { return a.score > b.score; }));
+  for (const BeamHypothesis& h : five.hypotheses) {
+    CHECK(h.sum_logprob <= 0.0);
+    for (TokenId t : h.tokens) CHECK((t < s.eot || s.is_timestamp(t)));
+  }
+  const BeamSearchResult again = beam_search(engine_generate_all(*engine), base, eos, options);
+  CHECK(again.best().tokens == five.best().tokens);
+  engine->stop();
   check_nothing_held(*engine);
 }

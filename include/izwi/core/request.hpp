@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/core/hash.hpp"
 #include "izwi/core/ids.hpp"
 #include "izwi/core/sampling_params.hpp"
 
@@ -63,6 +64,11 @@ struct AudioInput {
     return sample_rate ? static_cast<double>(samples.size()) / sample_rate : 0.0;
   }
 };
+
+/// The AudioInput::content_hash of `samples` (never 0, which means "unset").
+/// Requests built from the same samples get the same hash, so the engine need
+/// not copy an upload to hash it and they share prefix-cache blocks.
+inline std::uint64_t audio_content_hash(std::span<const float> samples) noexcept { return hash64(samples) | 1u; }
 
 /// One request as a client submits it.
 struct Request {

@@ -87,7 +87,7 @@ RequestId Engine<S, K, E>::submit(Request request, std::shared_ptr<detail::Strea
   if (request.audio && request.audio->content_hash == 0) {
     // Hashed once here, so the prefix cache can key blocks on the audio's content.
     auto hashed = std::make_shared<AudioInput>(*request.audio);
-    hashed->content_hash = hash64(std::span<const float>(hashed->samples)) | 1u;  // never 0 = "unset"
+    hashed->content_hash = audio_content_hash(hashed->samples);
     request.audio = std::move(hashed);
   }
   {

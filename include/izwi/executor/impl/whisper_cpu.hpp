@@ -138,7 +138,11 @@ inline void WhisperCpuExecutor::sample(const ScheduledSequence& seq, std::span<f
   const tokenizer::WhisperSpecialTokens& s = model_.special_tokens();
   const std::span<const TokenId> decoder_prompt =
       seq.tokens.subspan(model_.audio_positions(), seq.num_prompt_tokens - model_.audio_positions());
-  const std::span<const TokenId> generated = seq.output_tokens();
+  // The filters see the text after the <|startoftranscript|> sequence, whether
+  // the engine generated it or the prompt carries it (a beam of beam_search
+  // continues its tokens as a prompt).
+  const std::span<const TokenId> decoder_tokens = seq.tokens.subspan(model_.audio_positions());
+  const std::span<const TokenId> generated = decoder_tokens.subspan(detail::whisper::sample_begin(decoder_tokens, s));
   if (s.multilingual && decoder_prompt.size() == 1 && decoder_prompt[0] == s.sot && generated.empty())
     return answer_language_probe(seq, logits, result);
 

@@ -75,6 +75,21 @@ inline void apply_decoding_rules(std::span<float> logits, std::span<const TokenI
     std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(begin), minus_infinity);
 }
 
+/// Index in a decoder's tokens of the first one after the
+/// <|startoftranscript|> sequence (its language, task and <|notimestamps|>):
+/// where the text starts that the filters constrain. The tokens' size when
+/// there is no <|startoftranscript|>.
+inline std::size_t sample_begin(std::span<const TokenId> decoder_tokens, const tokenizer::WhisperSpecialTokens& s) {
+  const auto sot = std::find(decoder_tokens.begin(), decoder_tokens.end(), s.sot);
+  if (sot == decoder_tokens.end()) return decoder_tokens.size();
+  auto at = sot + 1;
+  const auto in_sot_sequence = [&](TokenId t) {
+    return !s.language_code(t).empty() || t == s.translate || t == s.transcribe || t == s.no_timestamps;
+  };
+  while (at != decoder_tokens.end() && in_sot_sequence(*at)) ++at;
+  return static_cast<std::size_t>(at - decoder_tokens.begin());
+}
+
 /// A Hugging Face checkpoint's own lists (generation_config.json):
 /// suppress_tokens always, begin_suppress_tokens for the first token.
 inline void apply_checkpoint_suppression(std::span<float> logits, const WhisperGenerationConfig& g, bool first) {

@@ -31,6 +31,7 @@ inline std::shared_ptr<AudioInput> window_audio(const Whisper& model, std::span<
   audio->sample_rate = whisper_sample_rate;
   audio->placeholder_offset = 0;
   audio->placeholder_length = static_cast<std::uint32_t>(model.audio_positions());
+  audio->content_hash = audio_content_hash(audio->samples);  // here, so the engine need not copy the audio
   audio->features = window_log_mel(model.config().n_mels, samples_16k);
   return audio;
 }
