@@ -1,0 +1,234 @@
+// Decoding the containers libsndfile lacks (MP4/M4A, WebM/Matroska, ADTS AAC,
+// MPEG-PS), through the same decode() entry point: files made at test time
+// from jfk.wav by FFmpeg's own encoders and muxers (av_mux_support.hpp),
+// compared with the source; duration limits; cut-off uploads; and every
+// truncation and many bit flips of each, which must decode or throw
+// DecodeError, nothing else.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "audio_io/audio_test_support.hpp"
+#include "audio_io/av_mux_support.hpp"
+#include "izwi/audio/decode.hpp"
+
+using namespace izwi::audio;
+using namespace izwi::audio::test;
+
+namespace {
+
+// FFmpeg reports every malformed input it meets on stderr; the cases below
+// feed it thousands on purpose.
+const int quiet_ffmpeg = (av_log_set_level(AV_LOG_FATAL), 0);
+
+struct container_case {
+  const char* name;
+  mux_spec spec;
+  const char* format;    // DecodeInfo::format expected
+  const char* encoding;  // DecodeInfo::encoding expected
+  double min_correlation;  // against jfk.wav after aligning the codec delay; 1 = bit-exact
+  bool length_declared;    // the container states its duration (too_long before decoding)
+};
+
+const container_case container_cases[] = {
+    {"M4A (AAC-LC)", {"ipod", "aac"}, "m4a", "aac", 0.999, true},
+    {"M4A (ALAC)", {"ipod", "alac"}, "m4a", "alac", 1.0, true},
+    {"fragmented MP4 (AAC)", {"mp4", "aac", true, "movflags=frag_keyframe+empty_moov"}, "mp4", "aac", 0.999, true},
+    {"WebM (Opus)", {"webm", "libopus"}, "webm", "opus", 0.995, true},
+    {"WebM (Vorbis)", {"webm", "libvorbis"}, "webm", "vorbis", 0.99, true},
+    {"live WebM (Opus, written to a pipe)", {"webm", "libopus", false}, "webm", "opus", 0.995, false},
+    {"Matroska (FLAC)", {"matroska", "flac"}, "matroska", "flac", 1.0, true},
+    {"ADTS (AAC-LC)", {"adts", "aac"}, "aac", "aac", 0.999, false},
+    {"MPEG-PS (MP2)", {"mpeg", "mp2"}, "mpeg", "mp2", 0.999, true},
+};
+
+template <class F>
+DecodeError expect_decode_error(F&& f) {
+  try {
+    f();
+  } catch (const DecodeError& e) {
+    return e;
+  }
+  FAIL("expected a DecodeError");
+  return DecodeError(DecodeProblem::corrupt, "unreachable");
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// Signal-to-noise ratio in dB of `b` against `a`, with b shifted by `lag`.
+double snr_db(std::span<const float> a, std::span<const float> b, long lag) {
+  double signal = 0, noise = 0;
+  for (long i = 0; i < static_cast<long>(a.size()); ++i) {
+    const long j = i + lag;
+    if (j < 0 || j >= static_cast<long>(b.size())) continue;
+    signal += double(a[i]) * a[i];
+    noise += (double(a[i]) - b[j]) * (double(a[i]) - b[j]);
+  }
+  return noise > 0 ? 10 * std::log10(signal / noise) : INFINITY;
+}
+
+}  // namespace
+
+TEST_CASE("MP4/M4A, WebM, Matroska, ADTS and MPEG-PS from FFmpeg's encoders decode to jfk.wav",
+          "[audio_io][decode][ffmpeg]") {
+  IZWI_SKIP_WITHOUT_FIXTURES();
+  const auto wav = decode_file(fixture("jfk.wav")).audio.samples;
+  for (const container_case& c : container_cases) {
+    INFO(c.name);
+    const auto bytes = mux_audio(c.spec, wav, 16000);
+    const DecodedAudio d = decode(bytes, {.target_sample_rate = 16000});
+    CHECK(d.info.format == c.format);
+    CHECK(d.info.encoding == c.encoding);
+    CHECK(d.info.channels == 1);
+    CHECK(d.audio.sample_rate == 16000);
+    CHECK(d.audio.channels == 1);
+    // Lossy codecs add their delay and pad the last frame (ADTS and fragmented
+    // MP4 cannot signal either): within a frame or two of 11 s.
+    CHECK(d.info.duration_seconds == Approx(11.0).margin(0.2));
+    if (c.min_correlation == 1.0) {
+      // Lossless: the s16 codes come back exactly.
+      CHECK(d.audio.samples == wav);
+      continue;
+    }
+    const alignment a = best_alignment(wav, d.audio.samples, -100, 2200);
+    INFO("lag " << a.lag << ", correlation " << a.correlation << ", SNR " << snr_db(wav, d.audio.samples, a.lag)
+                << " dB");
+    CHECK(a.correlation > c.min_correlation);
+    CHECK(a.lag >= 0);
+  }
+}
+
+TEST_CASE("a WebM and an M4A go through the same decode() as a WAV: bytes, string_view and file",
+          "[audio_io][decode][ffmpeg]") {
+  IZWI_SKIP_WITHOUT_FIXTURES();
+  const auto wav = decode_file(fixture("jfk.wav")).audio.samples;
+  for (const container_case& c : {container_cases[0], container_cases[3]}) {
+    INFO(c.name);
+    const auto bytes = mux_audio(c.spec, wav, 16000);
+    const DecodedAudio d = decode(bytes);
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    CHECK(decode(text).audio.samples == d.audio.samples);
+    // Opus in WebM always decodes at 48 kHz; AAC at the rate it was encoded at.
+    CHECK(d.info.sample_rate == (c.spec.encoder == std::string("libopus") ? 48000u : 16000u));
+    // Stereo kept: the mono source comes back as one channel either way.
+    CHECK(decode(bytes, {.mono = false}).audio.channels == 1);
+  }
+}
+
+TEST_CASE("the duration limit: from the container's header before decoding, else while decoding",
+          "[audio_io][decode][ffmpeg][errors]") {
+  IZWI_SKIP_WITHOUT_FIXTURES();
+  const auto wav = decode_file(fixture("jfk.wav")).audio.samples;
+  for (const container_case& c : container_cases) {
+    INFO(c.name);
+    const auto bytes = mux_audio(c.spec, wav, 16000);
+    const auto e = expect_decode_error([&] { decode(bytes, {.max_duration_seconds = 5.0}); });
+    CHECK(e.problem() == DecodeProblem::too_long);
+    if (c.length_declared) {
+      // Only the header's figure gives this message: nothing was decoded.
+      CHECK_THAT(e.what(), Catch::StartsWith("audio is 1") && Catch::Contains(" s long, over the 5.0 s limit"));
+    } else {
+      CHECK_THAT(e.what(), Catch::Contains("longer than the 5.0 s limit (stopped reading at 5."));
+    }
+    CHECK_NOTHROW(decode(bytes, {.max_duration_seconds = 12.0}));
+  }
+}
+
+TEST_CASE("a cut-off upload of each container is reported as truncated, naming what was cut",
+          "[audio_io][decode][ffmpeg][errors]") {
+  IZWI_SKIP_WITHOUT_FIXTURES();
+  const auto wav = decode_file(fixture("jfk.wav")).audio.samples;
+  for (const container_case& c : container_cases) {
+    const auto bytes = mux_audio(c.spec, wav, 16000);
+    for (double fraction : {0.1, 0.5, 0.9, 0.999}) {
+      INFO(c.name << " cut to " << fraction << " of " << bytes.size() << " bytes");
+      auto cut = bytes;
+      cut.resize(static_cast<std::size_t>(static_cast<double>(cut.size()) * fraction));
+      const auto e = expect_decode_error([&] { decode(cut); });
+      CHECK(e.problem() == DecodeProblem::truncated);
+      CHECK_THAT(e.what(), Catch::StartsWith("truncated " + upper(c.format)));
+      CHECK_THAT(e.what(), Catch::Contains("declares") || Catch::Contains("is missing"));
+    }
+  }
+  SECTION("an M4A cut at a box boundary before its index: the missing 'moov' is named") {
+    auto m4a = mux_audio(container_cases[0].spec, wav, 16000);
+    // ipod muxer layout: ftyp, free, mdat, moov; keep everything before moov.
+    std::size_t at = 0;
+    while (at + 8 <= m4a.size() && std::string(reinterpret_cast<const char*>(m4a.data() + at + 4), 4) != "moov")
+      at += static_cast<std::size_t>(detail::read_be(m4a, at, 4));
+    REQUIRE(at < m4a.size());
+    m4a.resize(at);
+    const auto e = expect_decode_error([&] { decode(m4a); });
+    CHECK(e.problem() == DecodeProblem::truncated);
+    CHECK_THAT(e.what(), Catch::Contains("'moov' box (the index) is missing"));
+  }
+}
+
+TEST_CASE("truncations and bit flips of every container decode or throw DecodeError, nothing else",
+          "[audio_io][decode][ffmpeg][errors]") {
+  // Fuzz-style, deterministic: a 1.5 s chirp per container (short, so that the
+  // thousands of decodes stay quick under sanitizers), cut at 60 points and
+  // corrupted at 150 random bytes each. A crash, a sanitizer report or any
+  // other exception fails the test; a decode may succeed, but never longer
+  // than the audio can be.
+  const auto x = chirp(24000, 16000, 100, 6000, 0.6);
+  std::mt19937 rng(12);
+  for (const container_case& c : container_cases) {
+    INFO(c.name);
+    const auto bytes = mux_audio(c.spec, x, 16000);
+    std::size_t errors = 0, decoded = 0;
+    auto attempt = [&](std::span<const std::byte> input) {
+      try {
+        const DecodedAudio d = decode(input, {.max_duration_seconds = 30.0});
+        CHECK(d.info.duration_seconds < 3.0);
+        ++decoded;
+      } catch (const DecodeError&) {
+        ++errors;
+      }
+    };
+    for (int i = 1; i <= 60; ++i) attempt(std::span<const std::byte>(bytes).first(bytes.size() * i / 61));
+    for (int i = 0; i < 150; ++i) {
+      auto flipped = bytes;
+      const std::size_t at = rng() % flipped.size();
+      flipped[at] ^= static_cast<std::byte>(1u << (rng() % 8));
+      attempt(flipped);
+    }
+    INFO(decoded << " decoded, " << errors << " DecodeErrors");
+    CHECK(decoded + errors == 210);
+    CHECK(errors >= 60);  // every cut is at least truncated...
+  }
+}
+
+TEST_CASE("container sniffing: ADTS after an ID3 tag, and FFmpeg never opens other files",
+          "[audio_io][decode][ffmpeg]") {
+  const auto x = sine(16000, 16000, 440, 0.5);
+  SECTION("an ID3v2 tag in front of ADTS frames") {
+    auto adts = mux_audio({"adts", "aac"}, x, 16000);
+    std::vector<std::byte> tagged = as_bytes_vector(std::string("ID3\x04\x00\x00\x00\x00\x00\x0A", 10));
+    tagged.resize(20, std::byte{0});
+    tagged.insert(tagged.end(), adts.begin(), adts.end());
+    const auto d = decode(tagged);
+    CHECK(d.info.format == "aac");
+    CHECK(d.info.frames >= 16000);
+  }
+  SECTION("an MP4 whose only box after ftyp is garbage is corrupt or truncated, not a crash") {
+    std::vector<std::byte> mp4 = as_bytes_vector(std::string("\x00\x00\x00\x14" "ftypisom\x00\x00\x02\x00isom", 20));
+    const auto moov = as_bytes_vector(std::string("\x00\x00\x00\x10moov\xde\xad\xbe\xef\x01\x02\x03\x04", 16));
+    mp4.insert(mp4.end(), moov.begin(), moov.end());
+    const auto e = expect_decode_error([&] { decode(mp4); });
+    CHECK((e.problem() == DecodeProblem::corrupt || e.problem() == DecodeProblem::not_audio));
+    CHECK_THAT(e.what(), Catch::Contains("MP4"));
+  }
+  SECTION("a lone ftyp box: the index is missing") {
+    const auto e = expect_decode_error(
+        [] { decode(std::string("\x00\x00\x00\x14" "ftypM4A \x00\x00\x02\x00isom", 20)); });
+    CHECK(e.problem() == DecodeProblem::truncated);
+    CHECK_THAT(e.what(), Catch::StartsWith("truncated M4A file"));
+  }
+}
