@@ -108,7 +108,9 @@ inline std::vector<std::byte> mux_audio(const mux_spec& spec, std::span<const fl
   AVFormatContext* out = nullptr;
   av_check(avformat_alloc_output_context2(&out, nullptr, spec.muxer, nullptr), "muxer");
   out->pb = io;
-  out->flags |= AVFMT_FLAG_CUSTOM_IO;
+  // Bit-exact: no random Matroska UIDs, no MP4 creation times, so every run
+  // makes the same bytes (and the seeded bit flips below land on the same content).
+  out->flags |= AVFMT_FLAG_CUSTOM_IO | AVFMT_FLAG_BITEXACT;
   AVCodecContext* enc = avcodec_alloc_context3(codec);
   enc->sample_rate = rate;
   enc->sample_fmt = pick_sample_format(codec);
@@ -116,7 +118,7 @@ inline std::vector<std::byte> mux_audio(const mux_spec& spec, std::span<const fl
   enc->time_base = AVRational{1, rate};
   if (spec.bit_rate) enc->bit_rate = spec.bit_rate;
   if (out->oformat->flags & AVFMT_GLOBALHEADER) enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  enc->strict_std_compliance = FF_COMPLIANCE_EXPERIMENTAL;
+  enc->flags |= AV_CODEC_FLAG_BITEXACT;
   av_check(avcodec_open2(enc, codec, nullptr), "encoder");
   AVStream* stream = avformat_new_stream(out, nullptr);
   av_check(avcodec_parameters_from_context(stream->codecpar, enc), "stream parameters");

@@ -92,8 +92,10 @@ struct DecodeOptions {
 
 /// What the source was, as found in its header and stream.
 struct DecodeInfo {
-  std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...
-  std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...
+  std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...; through
+                                 ///< FFmpeg "mp4", "m4a", "mov", "webm", "matroska", "aac", "mpeg", "mpegts"
+  std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...;
+                                 ///< through FFmpeg its codec name: "aac", "alac", "opus", "vorbis", "mp2", ...
   std::uint32_t sample_rate = 0; ///< source rate, Hz
   std::uint32_t channels = 0;    ///< source channels
   std::uint64_t frames = 0;      ///< frames decoded (per channel)

@@ -39,8 +39,8 @@ class av_memory_reader {
 
   AVIOContext* context() noexcept { return io_; }
 
-  /// Whether the demuxer has tried to read past the last byte: an error that
-  /// comes then means the body ended inside something (a cut-off upload).
+  /// Whether the demuxer has tried to read past the last byte: a packet it
+  /// flags as short then was cut by the end of the body.
   bool reached_end() const noexcept { return avio_feof(io_) != 0; }
 
  private:

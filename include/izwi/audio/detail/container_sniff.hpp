@@ -69,6 +69,20 @@ inline std::size_t adts_frame_length(std::span<const std::byte> b, std::size_t a
   return length >= 7 ? length : 0;
 }
 
+/// Whether `b` starts (after an optional ID3v2 tag) with an ADTS frame that
+/// is followed by another frame header, the end of the body, or a header cut
+/// by the end: two checks on 12 sync bits and a length, so random bytes that
+/// happen to start 0xFFF are rarely taken for AAC.
+inline bool adts_stream_start(std::span<const std::byte> b) noexcept {
+  const std::size_t at = id3v2_length(b);
+  const std::size_t length = adts_frame_length(b, at);
+  if (length == 0) return false;
+  const std::size_t next = at + length;
+  if (next >= b.size()) return true;
+  if (b.size() - next < 7) return static_cast<unsigned>(b[next]) == 0xFF;
+  return adts_frame_length(b, next) != 0;
+}
+
 /// An EBML variable-length integer at `at`: its length in bytes and value
 /// (marker bit removed unless `keep_marker`, as IDs are written); nullopt if malformed.
 struct ebml_vint {
@@ -129,7 +143,7 @@ inline std::optional<av_container> sniff_av_container(std::span<const std::byte>
     const std::string type = ebml_doc_type(b);
     return av_container{av_container_kind::matroska, type == "webm" ? "webm" : "matroska", "matroska"};
   }
-  if (adts_frame_length(b, id3v2_length(b)) != 0) return av_container{av_container_kind::adts, "aac", "aac"};
+  if (adts_stream_start(b)) return av_container{av_container_kind::adts, "aac", "aac"};
   if (b.size() >= 4 && read_be(b, 0, 4) == 0x000001BA) return av_container{av_container_kind::mpeg_ps, "mpeg", "mpeg"};
   if (b.size() > 2 * 188 && static_cast<unsigned>(b[0]) == 0x47 && static_cast<unsigned>(b[188]) == 0x47 &&
       static_cast<unsigned>(b[376]) == 0x47)

@@ -64,18 +64,22 @@ struct av_decode_session {
 
   av_decode_session(std::span<const std::byte> bytes, const av_container& c) : container(c), reader(bytes) {}
 
-  /// A demuxer or decoder error: "truncated" when FFmpeg had already run out
-  /// of bytes (the body ends inside a packet), "corrupt" otherwise.
+  /// A demuxer or decoder error. Cut-off bodies were found before decoding
+  /// (check_container_whole) or show as a short last packet (see the read
+  /// loop); an error here is damage inside the stream.
   [[noreturn]] void fail(const std::string& where, int code, std::uint64_t frames) const {
     const std::string why = "FFmpeg's " + where + ": " + av_error_text(code);
-    if (reader.reached_end())
-      throw DecodeError(DecodeProblem::truncated, "truncated " + av_container_label(container) +
-                                                       " stream: the data ends inside a packet after " +
-                                                       std::to_string(frames) + " frames (" + why + ")");
     if (code == AVERROR_PATCHWELCOME || code == AVERROR(ENOSYS))
       throw DecodeError(DecodeProblem::unsupported_codec, "unsupported audio encoding: " + why);
     throw DecodeError(DecodeProblem::corrupt, "corrupt " + av_container_label(container) + " stream after " +
                                                    std::to_string(frames) + " frames: " + why);
+  }
+
+  /// A packet the demuxer could read only in part because the body ended.
+  [[noreturn]] void fail_cut_packet(std::uint64_t frames) const {
+    throw DecodeError(DecodeProblem::truncated, "truncated " + av_container_label(container) +
+                                                     " stream: the data ends inside a packet after " +
+                                                     std::to_string(frames) + " frames");
   }
 
   void open_container() {
@@ -211,8 +215,7 @@ inline DecodedAudio decode_with_ffmpeg(std::span<const std::byte> bytes, const a
       continue;
     }
     // A packet the demuxer could only read in part, at the end of the body.
-    if ((packet->flags & AV_PKT_FLAG_CORRUPT) && session.reader.reached_end())
-      session.fail(std::string(container.demuxer) + " demuxer", AVERROR_EOF, frames());
+    if ((packet->flags & AV_PKT_FLAG_CORRUPT) && session.reader.reached_end()) session.fail_cut_packet(frames());
     int sent = avcodec_send_packet(session.codec.get(), packet.get());
     if (sent == AVERROR(EAGAIN)) {  // output not taken yet (we drain after each packet, so rare)
       drain();

@@ -35,11 +35,10 @@ class aac_state {
     frame_.reset(av_frame_alloc());
     packet_.reset(av_packet_alloc());
     if (!codec_ || !frame_ || !packet_) throw std::bad_alloc();
-    codec_->sample_fmt = AV_SAMPLE_FMT_FLTP;  // the native encoder's only input format
+    codec_->sample_fmt = AV_SAMPLE_FMT_FLTP;  // the native encoder's only input format; its profile is AAC-LC
     codec_->sample_rate = static_cast<int>(rate);
     av_channel_layout_default(&codec_->ch_layout, static_cast<int>(channels));
     codec_->bit_rate = aac_bit_rate(rate, channels);
-    codec_->profile = FF_PROFILE_AAC_LOW;
     codec_->time_base = AVRational{1, static_cast<int>(rate)};
     codec_->thread_count = 1;
     if (const int err = avcodec_open2(codec_.get(), encoder, nullptr); err < 0)
