@@ -8,12 +8,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <string>
 
 #include "audio_io/audio_test_support.hpp"
 #include "audio_io/av_mux_support.hpp"
 #include "izwi/audio/decode.hpp"
+#include "izwi/audio/detail/adts_header.hpp"
+#include "izwi/audio/detail/container_sniff.hpp"
 
 using namespace izwi::audio;
 using namespace izwi::audio::test;
@@ -208,7 +211,7 @@ TEST_CASE("truncations and bit flips of every container decode or throw DecodeEr
   }
 }
 
-TEST_CASE("a WebM whose Clusters have unknown size (as browsers' MediaRecorder writes) decodes; cut, it is truncated",
+TEST_CASE("a WebM whose Clusters have unknown size (as browsers' MediaRecorder writes) decodes, and cut it is truncated",
           "[audio_io][decode][ffmpeg][errors]") {
   const auto x = chirp(48000, 16000, 100, 5000, 0.5);
   const auto live = mux_audio({"webm", "libopus", false}, x, 16000);
@@ -272,5 +275,92 @@ TEST_CASE("container sniffing: ADTS after an ID3 tag, and FFmpeg never opens oth
         [] { decode(std::string("\x00\x00\x00\x14" "ftypM4A \x00\x00\x02\x00isom", 20)); });
     CHECK(e.problem() == DecodeProblem::truncated);
     CHECK_THAT(e.what(), Catch::StartsWith("truncated M4A file"));
+  }
+}
+
+TEST_CASE("container structure checks on hand-built bytes", "[audio_io][decode][ffmpeg]") {
+  using namespace izwi::audio::detail;
+  auto bytes = [](std::initializer_list<unsigned> v) {
+    std::vector<std::byte> out;
+    for (unsigned b : v) out.push_back(static_cast<std::byte>(b));
+    return out;
+  };
+  SECTION("ISO boxes: 64-bit sizes, size 0 = to the end, a cut box, a cut header") {
+    // ftyp (16) + moov (8) + mdat with a 64-bit size of 24 (16 header + 8 data).
+    auto iso = bytes({0, 0, 0, 16, 'f', 't', 'y', 'p', 'i', 's', 'o', 'm', 0, 0, 0, 0, 0, 0, 0, 8, 'm', 'o', 'o', 'v',
+                      0, 0, 0, 1, 'm', 'd', 'a', 't', 0, 0, 0, 0, 0, 0, 0, 24, 1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK_FALSE(find_iso_box_shortfall(iso).has_value());
+    auto cut = iso;
+    cut.pop_back();
+    const auto s = find_iso_box_shortfall(cut);
+    REQUIRE(s.has_value());
+    CHECK(s->what == "the 'mdat' box");
+    CHECK(s->declared == 24);
+    CHECK(s->present == 23);
+    cut.resize(iso.size() - 24 + 5);  // 5 bytes of the mdat header
+    CHECK(find_iso_box_shortfall(cut)->what == "a box header");
+    // Size 0: the last box runs to the end of the file, whatever that is.
+    auto open_ended = iso;
+    open_ended[27] = std::byte{0};
+    open_ended.resize(iso.size() - 8 - 5);
+    for (int i = 0; i < 4; ++i) open_ended[24 + i] = std::byte{0};
+    CHECK_FALSE(find_iso_box_shortfall(open_ended).has_value());
+    const auto no_moov = bytes({0, 0, 0, 16, 'f', 't', 'y', 'p', 'M', '4', 'A', ' ', 0, 0, 0, 0});
+    CHECK(find_iso_box_shortfall(no_moov)->absent);
+    CHECK(sniff_av_container(no_moov)->name == "m4a");
+  }
+  SECTION("ADTS: frame lengths, a cut frame, a cut header, a trailing tag") {
+    std::vector<std::byte> adts;
+    for (int frame = 0; frame < 3; ++frame) {
+      append_adts_header(adts, adts_sampling_index(16000), 1, 10);
+      adts.resize(adts.size() + 10, std::byte{0x21});
+    }
+    REQUIRE(adts.size() == 51);
+    CHECK(adts_frame_length(adts, 0) == 17);
+    CHECK(adts_frame_length(adts, 17) == 17);
+    CHECK(sniff_av_container(adts)->kind == av_container_kind::adts);
+    CHECK_FALSE(find_adts_shortfall(adts).has_value());
+    auto cut = adts;
+    cut.resize(45);
+    CHECK(find_adts_shortfall(cut)->what == "an ADTS frame");
+    CHECK(find_adts_shortfall(cut)->declared == 17);
+    CHECK(find_adts_shortfall(cut)->present == 11);
+    cut.resize(37);
+    CHECK(find_adts_shortfall(cut)->what == "an ADTS frame header");
+    auto tagged = adts;
+    for (char c : std::string("TAG")) tagged.push_back(static_cast<std::byte>(c));
+    CHECK_FALSE(find_adts_shortfall(tagged).has_value());
+    // One frame header followed by bytes that are no frame: not taken for ADTS.
+    auto lone = adts;
+    lone[17] = std::byte{0x00};
+    CHECK_FALSE(sniff_av_container(lone).has_value());
+  }
+  SECTION("EBML: sizes of unknown length, the DocType, a cut Segment") {
+    // EBML header { DocType "webm" }, Segment of 5 bytes.
+    auto webm = bytes({0x1A, 0x45, 0xDF, 0xA3, 0x87, 0x42, 0x82, 0x84, 'w', 'e', 'b', 'm',
+                       0x18, 0x53, 0x80, 0x67, 0x85, 0xEC, 0x83, 0, 0, 0});
+    CHECK(ebml_doc_type(webm) == "webm");
+    CHECK(sniff_av_container(webm)->name == "webm");
+    CHECK_FALSE(find_ebml_segment_shortfall(webm).has_value());
+    auto cut = webm;
+    cut.pop_back();
+    CHECK(find_ebml_segment_shortfall(cut)->what == "the Segment");
+    const auto unknown = read_ebml_vint(bytes({0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}), 0, false);
+    REQUIRE(unknown.has_value());
+    CHECK(unknown->length == 8);
+    CHECK(unknown->all_ones);
+    CHECK_FALSE(read_ebml_vint(bytes({0x00, 0x01}), 0, false).has_value());  // 9+ byte lengths are invalid
+  }
+  SECTION("MPEG-PS packets and TS packets") {
+    auto ps = bytes({0, 0, 1, 0xBA, 0x44, 0, 4, 0, 4, 1, 0, 0, 3, 0xF8,  // MPEG-2 pack header, no stuffing
+                     0, 0, 1, 0xC0, 0, 3, 1, 2, 3});                       // audio packet of 3 bytes
+    CHECK(sniff_av_container(ps)->kind == av_container_kind::mpeg_ps);
+    CHECK_FALSE(find_mpeg_ps_shortfall(ps).has_value());
+    ps.pop_back();
+    CHECK(find_mpeg_ps_shortfall(ps)->what == "a packet");
+    std::vector<std::byte> ts(3 * 188 + 10, std::byte{0});
+    for (std::size_t at = 0; at < ts.size(); at += 188) ts[at] = std::byte{0x47};
+    CHECK(sniff_av_container(ts)->kind == av_container_kind::mpeg_ts);
+    CHECK(find_mpeg_ts_shortfall(ts)->present == 10);
   }
 }

@@ -109,7 +109,7 @@ TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and s
   }
 }
 
-TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an independent reader agrees",
+TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed, and an independent reader agrees",
           "[audio_io][encode]") {
   const auto x = sine(1600, 16000, 440, 0.5);
   const auto one = encode(x, 16000, 1, AudioFormat::wav);
@@ -223,7 +223,7 @@ TEST_CASE("a stream is a valid file at every chunk boundary", "[audio_io][encode
   }
 }
 
-TEST_CASE("stereo encodes and decodes with its channels; bad channel counts are refused",
+TEST_CASE("stereo encodes and decodes with its channels, and bad channel counts are refused",
           "[audio_io][encode]") {
   const std::uint32_t rate = 48000;
   const auto left = sine(rate, rate, 440, 0.5), right = sine(rate, rate, 660, 0.3);
