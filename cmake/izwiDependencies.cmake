@@ -12,9 +12,13 @@ if(NOT TARGET izwi::xxhash)
 endif()
 
 # Audio: Debian ships pkg-config files (no CMake packages) for these.
+# FFmpeg's libavformat/libavcodec/libavutil decode the upload containers
+# libsndfile has no reader for (MP4/M4A, WebM, AAC) and encode AAC; they are
+# required like the others (Debian: libavformat-dev libavcodec-dev).
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
-  foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f" "fftw3;fftw3")
+  foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f" "fftw3;fftw3"
+               "avformat;libavformat" "avcodec;libavcodec" "avutil;libavutil")
     list(GET pair 0 name)
     list(GET pair 1 module)
     if(NOT TARGET izwi::${name})
@@ -25,7 +29,7 @@ if(PkgConfig_FOUND)
     endif()
   endforeach()
 endif()
-foreach(name sndfile soxr fftw3f fftw3)
+foreach(name sndfile soxr fftw3f fftw3 avformat avcodec avutil)
   if(NOT TARGET izwi::${name})
     # Missing audio libraries only matter to users of izwi::audio; they get a
     # link error naming the library rather than a failed configure.

@@ -18,6 +18,10 @@ packages=(
   # audio (issue 5): decode/encode through libsndfile, resampling through soxr,
   # FFTs of arbitrary size (400, 512, 1280) through FFTW3 (single precision)
   libsndfile1-dev libsoxr-dev libfftw3-dev
+  # audio (issues 12, 13): FFmpeg's demuxers and codecs for the uploads
+  # libsndfile cannot read (MP4/M4A, WebM/Matroska, ADTS AAC, MPEG-PS) and the
+  # AAC encoder for /v1/audio/speech's response_format aac
+  libavformat-dev libavcodec-dev libavutil-dev
   # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
   # for the Qwen2 split pattern come from ICU rather than tables of our own
   libicu-dev

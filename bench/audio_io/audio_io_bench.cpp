@@ -143,7 +143,7 @@ void BM_encode(benchmark::State& state) {
 }
 BENCHMARK(BM_encode)
     ->ArgsProduct({{int(AudioFormat::wav), int(AudioFormat::pcm), int(AudioFormat::flac),
-                    int(AudioFormat::opus), int(AudioFormat::mp3)},
+                    int(AudioFormat::opus), int(AudioFormat::mp3), int(AudioFormat::aac)},
                    {0, 1}})
     ->Unit(benchmark::kMillisecond);
 

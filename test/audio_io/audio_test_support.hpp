@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,8 +27,11 @@
 
 namespace izwi::audio::test {
 
+/// ../shared/fixtures beside the clone, or $IZWI_FIXTURES_DIR when set (a
+/// worktree has no ../shared beside it).
 inline std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(IZWI_FIXTURES_DIR) / "audio" / name;
+  const char* dir = std::getenv("IZWI_FIXTURES_DIR");
+  return std::filesystem::path(dir && *dir ? dir : IZWI_FIXTURES_DIR) / "audio" / name;
 }
 
 inline bool have_fixtures() { return std::filesystem::exists(fixture("jfk.wav")); }

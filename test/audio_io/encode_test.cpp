@@ -4,10 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "audio_io/audio_test_support.hpp"
 #include "izwi/audio/decode.hpp"
+#include "izwi/audio/detail/container_sniff.hpp"
 #include "izwi/audio/encode.hpp"
 
 using namespace izwi::audio;
@@ -16,7 +18,7 @@ using namespace izwi::audio::test;
 namespace {
 
 constexpr AudioFormat all_formats[] = {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac,
-                                        AudioFormat::opus, AudioFormat::mp3};
+                                        AudioFormat::opus, AudioFormat::mp3, AudioFormat::aac};
 
 std::vector<float> s16_quantised(std::span<const float> x) {
   std::vector<float> out(x.size());
@@ -63,9 +65,15 @@ std::vector<float> decode_back(AudioFormat f, std::span<const std::byte> bytes) 
 
 TEST_CASE("format names, content types and encoded rates", "[audio_io][encode]") {
   for (AudioFormat f : all_formats) CHECK(parse_audio_format(to_string(f)) == f);
-  CHECK_FALSE(parse_audio_format("aac").has_value());
+  CHECK_FALSE(parse_audio_format("m4a").has_value());
   CHECK_FALSE(parse_audio_format("WAV").has_value());
+  CHECK_FALSE(parse_audio_format("AAC").has_value());
   CHECK(content_type(AudioFormat::mp3) == "audio/mpeg");
+  CHECK(content_type(AudioFormat::aac) == "audio/aac");
+  CHECK(encoded_sample_rate(AudioFormat::aac, 24000) == 24000);
+  CHECK(encoded_sample_rate(AudioFormat::aac, 22000) == 22050);
+  CHECK(encoded_sample_rate(AudioFormat::aac, 7000) == 7350);
+  CHECK(encoded_sample_rate(AudioFormat::aac, 100000) == 96000);
   CHECK(content_type(AudioFormat::opus) == "audio/ogg");
   CHECK(encoded_sample_rate(AudioFormat::opus, 24000) == 24000);
   CHECK(encoded_sample_rate(AudioFormat::opus, 22050) == 24000);
@@ -101,7 +109,7 @@ TEST_CASE("lossless formats round-trip exactly to s16 resolution, one-shot and s
   }
 }
 
-TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an independent reader agrees",
+TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed, and an independent reader agrees",
           "[audio_io][encode]") {
   const auto x = sine(1600, 16000, 440, 0.5);
   const auto one = encode(x, 16000, 1, AudioFormat::wav);
@@ -122,7 +130,7 @@ TEST_CASE("WAV output: exact header sizes one-shot, 0xFFFFFFFF when streamed; an
 
 TEST_CASE("lossy formats round-trip with correlation above 0.98 after aligning the codec delay",
           "[audio_io][encode]") {
-  for (AudioFormat f : {AudioFormat::opus, AudioFormat::mp3}) {
+  for (AudioFormat f : {AudioFormat::opus, AudioFormat::mp3, AudioFormat::aac}) {
     for (std::uint32_t rate : {24000u, 16000u, 22000u, 44100u}) {
       INFO(to_string(f) << " at " << rate << " Hz");
       const std::uint32_t out_rate = encoded_sample_rate(f, rate);
@@ -131,9 +139,18 @@ TEST_CASE("lossy formats round-trip with correlation above 0.98 after aligning t
       const auto one = encode(x, rate, 1, f);
       const auto d1 = decode(one);
       CHECK(d1.info.sample_rate == out_rate);
-      // One-shot: exact length (Opus pre-skip; mp3 via LAME's Info tag).
-      CHECK(d1.info.frames == ref.size());
-      const alignment a1 = best_alignment(ref, d1.audio.samples, -64, 64);
+      if (f == AudioFormat::aac) {
+        // ADTS cannot say how many samples are priming (1024) or padding
+        // (the last frame's rest): decoders return them, as they do for OpenAI's aac.
+        CHECK(d1.info.format == "aac");
+        CHECK(d1.info.frames >= ref.size() + 1024);
+        CHECK(d1.info.frames <= ref.size() + 1024 + 2048);
+      } else {
+        // One-shot: exact length (Opus pre-skip; mp3 via LAME's Info tag).
+        CHECK(d1.info.frames == ref.size());
+      }
+      const long delay = f == AudioFormat::aac ? 1024 : 0;
+      const alignment a1 = best_alignment(ref, d1.audio.samples, delay - 64, delay + 64);
       INFO("one-shot: lag " << a1.lag << ", correlation " << a1.correlation);
       CHECK(a1.correlation > 0.98);
 
@@ -145,8 +162,41 @@ TEST_CASE("lossy formats round-trip with correlation above 0.98 after aligning t
       const alignment a2 = best_alignment(ref, d2.audio.samples, -64, 2400);
       INFO("streamed: lag " << a2.lag << ", correlation " << a2.correlation);
       CHECK(a2.correlation > 0.98);
+      if (f == AudioFormat::aac) CHECK(s.bytes == one);  // ADTS: streamed and whole are one stream
     }
   }
+}
+
+TEST_CASE("aac output is a sequence of whole ADTS frames, each decodable from the start",
+          "[audio_io][encode]") {
+  const std::uint32_t rate = 24000;
+  const auto x = chirp(rate, rate, 200, 6000, 0.5);
+  const auto s = encode_in_pieces(AudioFormat::aac, x, rate, 1, 480);
+  // Every push returns whole frames: each chunk boundary is a frame boundary.
+  std::vector<std::size_t> frame_ends;
+  for (std::size_t at = 0; at < s.bytes.size();) {
+    const std::size_t length = detail::adts_frame_length(s.bytes, at);
+    REQUIRE(length > 7);
+    REQUIRE(at + length <= s.bytes.size());
+    // MPEG-4 AAC LC, no CRC, 24 kHz (index 6), mono.
+    CHECK(static_cast<unsigned>(s.bytes[at + 1]) == 0xF1);
+    CHECK(static_cast<unsigned>(s.bytes[at + 2]) >> 6 == 1);
+    CHECK(((static_cast<unsigned>(s.bytes[at + 2]) >> 2) & 0xF) == 6);
+    CHECK((((static_cast<unsigned>(s.bytes[at + 2]) & 1) << 2) | (static_cast<unsigned>(s.bytes[at + 3]) >> 6)) == 1);
+    at += length;
+    frame_ends.push_back(at);
+  }
+  // 24000 samples + 1024 priming → 25 frames at least, one per 1024 samples.
+  CHECK(frame_ends.size() >= 25);
+  CHECK(frame_ends.size() <= 27);
+  for (std::size_t end : s.boundaries)
+    CHECK((end == 0 || std::find(frame_ends.begin(), frame_ends.end(), end) != frame_ends.end()));
+  // A prefix of n frames decodes to n × 1024 samples.
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{10}}) {
+    const auto prefix = std::span<const std::byte>(s.bytes).first(frame_ends[n - 1]);
+    CHECK(decode(prefix).info.frames == n * 1024);
+  }
+  CHECK_THROWS_AS(StreamingEncoder(AudioFormat::aac, rate, 3), EncodeError);
 }
 
 TEST_CASE("a stream is a valid file at every chunk boundary", "[audio_io][encode]") {
@@ -154,7 +204,8 @@ TEST_CASE("a stream is a valid file at every chunk boundary", "[audio_io][encode
   // without error and grows; at the end it holds everything.
   const std::uint32_t rate = 24000;
   const auto x = chirp(rate * 3, rate, 100, 5000, 0.5);
-  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3,
+                        AudioFormat::aac}) {
     INFO(to_string(f));
     const auto s = encode_in_pieces(f, x, rate, 1, rate / 4);
     std::size_t previous = 0, checked = 0;
@@ -172,20 +223,22 @@ TEST_CASE("a stream is a valid file at every chunk boundary", "[audio_io][encode
   }
 }
 
-TEST_CASE("stereo encodes and decodes with its channels; bad channel counts are refused",
+TEST_CASE("stereo encodes and decodes with its channels, and bad channel counts are refused",
           "[audio_io][encode]") {
   const std::uint32_t rate = 48000;
   const auto left = sine(rate, rate, 440, 0.5), right = sine(rate, rate, 660, 0.3);
   std::vector<float> x(2 * rate);
   for (std::uint32_t i = 0; i < rate; ++i) x[2 * i] = left[i], x[2 * i + 1] = right[i];
-  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
+  for (AudioFormat f : {AudioFormat::wav, AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3,
+                        AudioFormat::aac}) {
     INFO(to_string(f));
     const auto d = decode(encode(x, rate, 2, f), {.mono = false});
     CHECK(d.info.channels == 2);
     std::vector<float> l(d.audio.frames()), r(d.audio.frames());
     for (std::size_t i = 0; i < l.size(); ++i) l[i] = d.audio.samples[2 * i], r[i] = d.audio.samples[2 * i + 1];
-    CHECK(best_alignment(left, l, -64, 64).correlation > 0.98);
-    CHECK(best_alignment(right, r, -64, 64).correlation > 0.98);
+    const long delay = f == AudioFormat::aac ? 1024 : 0;  // AAC's priming, which ADTS cannot mark
+    CHECK(best_alignment(left, l, delay - 64, delay + 64).correlation > 0.98);
+    CHECK(best_alignment(right, r, delay - 64, delay + 64).correlation > 0.98);
   }
   CHECK_THROWS_AS(encode(std::vector<float>(30), rate, 3, AudioFormat::mp3), EncodeError);
   CHECK_THROWS_AS(StreamingEncoder(AudioFormat::wav, rate, 0), izwi::invalid_argument);

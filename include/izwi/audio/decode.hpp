@@ -7,7 +7,15 @@
 //   WAV (PCM 8/16/24/32-bit, 32/64-bit float, A-law, µ-law; also WAVEX, RF64),
 //   FLAC, Ogg Vorbis, Ogg Opus, MP3 (MPEG-1/2/2.5 layer III; also I/II),
 //   and libsndfile's other containers (AIFF, AU, CAF, W64, ...).
-// The container is detected from the bytes, never from a file name.
+// and, through FFmpeg's libavformat/libavcodec (Debian 12: 5.1), the
+// containers libsndfile has no reader for:
+//   MP4/M4A/MOV (AAC, ALAC, MP3, ...; fragmented MP4 too), WebM/Matroska
+//   (Opus, Vorbis, ...), ADTS AAC streams (.aac), MPEG program and transport
+//   streams (.mpeg/.mpg/.ts: MP2, MP3, AAC).
+// Together: every upload format OpenAI's transcription API accepts (flac,
+// mp3, mp4, mpeg, mpga, m4a, ogg, wav, webm). The container is detected from
+// the bytes, never from a file name; FFmpeg reads the body in memory and may
+// not open any other file or URL (MP4 data references are refused).
 //
 // Bad input never crashes, hangs or allocates without bound; it throws
 // DecodeError, whose problem() says which of these it was:
@@ -16,13 +24,18 @@
 //   unsupported_codec "unsupported audio encoding: ..."
 //   truncated         "truncated WAV stream: the data chunk declares ... bytes"
 //                     "truncated FLAC stream: the header declares N frames, M decode"
+//                     "truncated MP4 stream: the 'mdat' box declares N bytes, the body holds M"
+//                     "truncated M4A file: the 'moov' box (the index) is missing (...)"
+//                     "truncated WEBM stream: the Segment declares N bytes, ..."
+//                     "truncated AAC stream: an ADTS frame declares N bytes, ..."
 //   corrupt           "corrupt audio stream: ..." (decoder error, NaN samples, ...)
 //   invalid_format    "audio has 0 channels" / "sample rate 0 Hz ..."
 //   no_samples        "the audio stream holds no samples"
 //   too_long          "audio is 7200.0 s long, over the 3600 s limit"
-// The duration limit is checked against the header's frame count before any
-// sample buffer is allocated, and, for streams whose length is unknown
-// (FLAC without a frame count, as streamed FLAC has), enforced while
+// The duration limit is checked against the header's frame count (or the
+// MP4/WebM container's stated duration) before any sample buffer is
+// allocated, and, for streams whose length is unknown (FLAC without a frame
+// count, as streamed FLAC has; ADTS; live-recorded WebM), enforced while
 // reading: decoding stops at the first block past the limit. Memory is thus
 // bounded by max_duration_seconds × rate × channels × 4 bytes, where rate is
 // target_sample_rate when set (resampling happens block by block as the
@@ -79,8 +92,10 @@ struct DecodeOptions {
 
 /// What the source was, as found in its header and stream.
 struct DecodeInfo {
-  std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...
-  std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...
+  std::string format;            ///< "wav", "flac", "ogg/vorbis", "ogg/opus", "mp3", ...; through
+                                 ///< FFmpeg "mp4", "m4a", "mov", "webm", "matroska", "aac", "mpeg", "mpegts"
+  std::string encoding;          ///< "pcm_16", "pcm_24", "float", "vorbis", "opus", "mpeg_layer_iii", ...;
+                                 ///< through FFmpeg its codec name: "aac", "alac", "opus", "vorbis", "mp2", ...
   std::uint32_t sample_rate = 0; ///< source rate, Hz
   std::uint32_t channels = 0;    ///< source channels
   std::uint64_t frames = 0;      ///< frames decoded (per channel)

@@ -1,5 +1,5 @@
 #pragma once
-// Encoding audio for /v1/audio/speech: wav, pcm, flac, opus, mp3 — whole
+// Encoding audio for /v1/audio/speech: wav, pcm, flac, opus, mp3, aac — whole
 // files in memory, or a stream of chunks for a streaming response.
 //
 // What each format carries (input samples are float; values outside [-1, 1]
@@ -18,6 +18,14 @@
 //         32-48 kHz, 64 kb/s at 16-24 kHz, 32 kb/s at 8-12 kHz. LAME's rates
 //         are 8/11.025/12/16/22.05/24/32/44.1/48 kHz; others are resampled to
 //         the next one above. Mono or stereo only.
+//   aac   AAC-LC in an ADTS stream (FFmpeg's native "aac" encoder; libsndfile
+//         has no AAC): 64 kb/s per channel up to 24 kHz, 96 kb/s per channel
+//         above. AAC's rates are 7.35/8/11.025/12/16/22.05/24/32/44.1/48/64/
+//         88.2/96 kHz; others are resampled to the next one above. Mono or
+//         stereo only. ADTS has no field for the encoder's 1024-sample start
+//         delay or the last frame's padding, so a decoder returns up to about
+//         2048 samples more than were encoded, the first 1024 near silence
+//         (OpenAI's aac responses are ADTS too).
 // encoded_sample_rate() says which rate a format will carry.
 //
 // Streaming (StreamingEncoder): the chunks, concatenated, always form a
@@ -43,6 +51,9 @@
 //         and uses constant bit rate, whose length decoders estimate exactly
 //         from the stream size. (The one-shot encode() keeps the tag, which
 //         also makes decoders trim LAME's start/end padding: exact length.)
+//   aac   ADTS frames are self-delimiting: each packet leaves, with its own
+//         7-byte header, as soon as the encoder produces it (about every
+//         1024 samples once its two-frame lookahead is filled).
 
 #include <cstddef>
 #include <cstdint>
@@ -58,17 +69,16 @@
 namespace izwi::audio {
 
 /// The response formats of OpenAI's /v1/audio/speech that izwi produces.
-enum class AudioFormat : std::uint8_t { wav, pcm, flac, opus, mp3 };
+enum class AudioFormat : std::uint8_t { wav, pcm, flac, opus, mp3, aac };
 
-/// "wav", "pcm", "flac", "opus", "mp3" — as OpenAI's response_format spells it.
+/// "wav", "pcm", "flac", "opus", "mp3", "aac" — as OpenAI's response_format spells it.
 std::string_view to_string(AudioFormat) noexcept;
-/// The inverse of to_string (exact, lower case); nullopt for anything else
-/// (including OpenAI's "aac", which izwi does not produce).
+/// The inverse of to_string (exact, lower case); nullopt for anything else.
 std::optional<AudioFormat> parse_audio_format(std::string_view name) noexcept;
-/// HTTP Content-Type: audio/wav, audio/pcm, audio/flac, audio/ogg, audio/mpeg.
+/// HTTP Content-Type: audio/wav, audio/pcm, audio/flac, audio/ogg, audio/mpeg, audio/aac.
 std::string_view content_type(AudioFormat) noexcept;
 /// The sample rate the encoded output of `format` carries for input at
-/// `input_rate` (equal, except opus and mp3 for rates their codecs lack).
+/// `input_rate` (equal, except opus, mp3 and aac for rates their codecs lack).
 std::uint32_t encoded_sample_rate(AudioFormat format, std::uint32_t input_rate);
 
 /// The audio could not be encoded (unsupported channel count for the format,
@@ -89,6 +99,7 @@ std::vector<std::byte> encode(std::span<const float> samples, std::uint32_t samp
 namespace detail {
 class memory_sink;
 struct sndfile_state;
+class aac_state;
 }  // namespace detail
 
 /// Encodes audio that arrives in pieces (TTS output, chunk by chunk) into
@@ -133,6 +144,8 @@ class StreamingEncoder {
   StreamingEncoder(AudioFormat format, std::uint32_t sample_rate, std::uint32_t channels,
                     bool whole_file);
   void write(std::span<const float> samples);
+  // The samples clipped to [-1, 1], NaN as 0, in scratch_ (lossy codecs' input).
+  std::span<const float> clipped(std::span<const float> samples);
   std::vector<std::byte> take_ready(bool at_end);
 
   AudioFormat format_;
@@ -149,6 +162,7 @@ class StreamingEncoder {
   std::vector<std::int16_t> scratch_s16_;      // quantised samples on their way to FLAC
   std::optional<StreamingResampler> resampler_;
   std::unique_ptr<detail::sndfile_state> sndfile_;  // flac, opus, mp3
+  std::unique_ptr<detail::aac_state> aac_;          // aac (FFmpeg)
 };
 
 }  // namespace izwi::audio

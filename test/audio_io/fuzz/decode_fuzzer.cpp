@@ -6,8 +6,10 @@
 // Built with clang++ by izwi_add_fuzz_test (cmake/izwiFuzz.cmake). When
 // IZWI_FUZZ_SEED_DIR is set, LLVMFuzzerInitialize first writes seeds that only
 // izwi's own encoders can make here (Ogg Opus, streamed FLAC, mp3 with and
-// without its Info frame, Ogg Vorbis), beside the ones make_seeds.py cuts
-// from the fixtures; libFuzzer reads corpus folders after Initialize.
+// without its Info frame, ADTS AAC), and the containers FFmpeg's muxers make
+// (M4A/AAC, fragmented MP4, WebM/Opus, live WebM, Matroska/FLAC, MPEG-PS/MP2,
+// through test/audio_io/av_mux_support.hpp), beside the ones make_seeds.py
+// cuts from the fixtures; libFuzzer reads corpus folders after Initialize.
 
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <span>
 #include <string>
 
+#include "../av_mux_support.hpp"
 #include "izwi/audio/decode.hpp"
 #include "izwi/audio/encode.hpp"
 
@@ -30,7 +33,7 @@ void write_encoded_seeds(const std::string& dir) {
   using namespace izwi::audio;
   std::vector<float> tone(1600);
   for (std::size_t i = 0; i < tone.size(); ++i) tone[i] = 0.3f * static_cast<float>((i * 37) % 200) / 200.0f;
-  for (AudioFormat f : {AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3}) {
+  for (AudioFormat f : {AudioFormat::flac, AudioFormat::opus, AudioFormat::mp3, AudioFormat::aac}) {
     write_seed(dir, "izwi-" + std::string(to_string(f)), encode(tone, 16000, 1, f));
     StreamingEncoder enc(f, 8000, 1);
     auto bytes = enc.push(tone);
@@ -40,11 +43,27 @@ void write_encoded_seeds(const std::string& dir) {
   }
   std::vector<float> stereo(2 * 800, 0.1f);
   write_seed(dir, "izwi-stereo.opus", encode(stereo, 48000, 2, AudioFormat::opus));
+
+  using izwi::audio::test::mux_audio;
+  using izwi::audio::test::mux_spec;
+  const struct {
+    const char* name;
+    mux_spec spec;
+  } containers[] = {
+      {"ffmpeg.m4a", {"ipod", "aac"}},
+      {"ffmpeg-fragmented.mp4", {"mp4", "aac", true, "movflags=frag_keyframe+empty_moov"}},
+      {"ffmpeg.webm", {"webm", "libopus"}},
+      {"ffmpeg-live.webm", {"webm", "libopus", false}},
+      {"ffmpeg-flac.mkv", {"matroska", "flac"}},
+      {"ffmpeg.mpeg", {"mpeg", "mp2"}},
+  };
+  for (const auto& c : containers) write_seed(dir, c.name, mux_audio(c.spec, tone, 16000));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  av_log_set_level(AV_LOG_QUIET);  // FFmpeg would report every malformed input on stderr
   if (const char* dir = std::getenv("IZWI_FUZZ_SEED_DIR")) write_encoded_seeds(dir);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "izwi/audio/decode.hpp"
+#include "izwi/audio/detail/container_sniff.hpp"
 #include "izwi/audio/detail/riff_check.hpp"
 #include "izwi/audio/detail/sndfile_virtual_io.hpp"
 #include "izwi/audio/resample.hpp"
@@ -135,20 +136,34 @@ inline std::string container_label(int format) {
   throw DecodeError(DecodeProblem::corrupt, "corrupt audio stream: libsndfile: " + why);
 }
 
+/// Refuses channel counts and rates izwi does not accept (a crafted header
+/// can claim anything; these bound what it can make izwi allocate).
+inline void check_channels_and_rate(long long channels, long long rate) {
+  if (channels <= 0 || channels > static_cast<long long>(max_decode_channels))
+    throw DecodeError(DecodeProblem::invalid_format,
+                       "audio has " + std::to_string(channels) + " channels; izwi accepts 1 to " +
+                           std::to_string(max_decode_channels));
+  if (rate <= 0 || rate > static_cast<long long>(max_sample_rate))
+    throw DecodeError(DecodeProblem::invalid_format,
+                       "audio declares a sample rate of " + std::to_string(rate) +
+                           " Hz; izwi accepts 1 to " + std::to_string(max_sample_rate));
+}
+
+/// The too_long error for a length known before decoding (from a header).
+inline void check_declared_seconds(double seconds, const DecodeOptions& options) {
+  if (seconds > options.max_duration_seconds)
+    throw DecodeError(DecodeProblem::too_long,
+                       "audio is " + format_seconds(seconds) + " s long, over the " +
+                           format_seconds(options.max_duration_seconds) + " s limit");
+}
+
 /// The stream's container, encoding, rate and channels, refusing counts izwi
 /// does not accept.
 inline DecodeInfo stream_info(const SF_INFO& sf) {
   DecodeInfo info;
   info.format = container_name(sf.format);
   info.encoding = encoding_name(sf.format);
-  if (sf.channels <= 0 || static_cast<std::uint32_t>(sf.channels) > max_decode_channels)
-    throw DecodeError(DecodeProblem::invalid_format,
-                       "audio has " + std::to_string(sf.channels) + " channels; izwi accepts 1 to " +
-                           std::to_string(max_decode_channels));
-  if (sf.samplerate <= 0 || static_cast<std::uint32_t>(sf.samplerate) > max_sample_rate)
-    throw DecodeError(DecodeProblem::invalid_format,
-                       "audio declares a sample rate of " + std::to_string(sf.samplerate) +
-                           " Hz; izwi accepts 1 to " + std::to_string(max_sample_rate));
+  check_channels_and_rate(sf.channels, sf.samplerate);
   info.sample_rate = static_cast<std::uint32_t>(sf.samplerate);
   info.channels = static_cast<std::uint32_t>(sf.channels);
   return info;
@@ -160,10 +175,7 @@ inline std::uint64_t declared_frames(const SF_INFO& sf, double rate, const Decod
   const bool frames_known = sf.frames >= 0 && sf.frames < SF_COUNT_MAX;
   if (!frames_known) return 0;
   if (sf.frames == 0) throw DecodeError(DecodeProblem::no_samples, "the audio stream holds no samples (0 frames)");
-  if (static_cast<double>(sf.frames) / rate > options.max_duration_seconds)
-    throw DecodeError(DecodeProblem::too_long,
-                       "audio is " + format_seconds(static_cast<double>(sf.frames) / rate) + " s long, over the " +
-                           format_seconds(options.max_duration_seconds) + " s limit");
+  check_declared_seconds(static_cast<double>(sf.frames) / rate, options);
   return static_cast<std::uint64_t>(sf.frames);
 }
 
@@ -191,77 +203,113 @@ inline void check_stream_end(SNDFILE* file, const SF_INFO& sf, std::uint64_t tot
                            " decode");
 }
 
+/// Gathers decoded blocks (interleaved float at the source rate) into a
+/// DecodedAudio under the options' limits: the duration limit as frames
+/// arrive, NaN refused, mono mix and resampling block by block, so memory
+/// follows the output (an hour at 16 kHz mono is 230 MB however the upload
+/// was recorded). Both decoding paths (libsndfile, FFmpeg) feed one.
+class pcm_collector {
+ public:
+  /// `result.info` must hold the source's sample rate and channels;
+  /// `expected_frames` (0 if unknown) only sizes an initial reservation.
+  pcm_collector(DecodedAudio& result, const DecodeOptions& options, std::uint64_t expected_frames)
+      : result_(result),
+        options_(options),
+        channels_(result.info.channels),
+        out_channels_(options.mono ? 1 : result.info.channels),
+        max_frames_(static_cast<std::uint64_t>(std::floor(options.max_duration_seconds * result.info.sample_rate))) {
+    const DecodeInfo& info = result.info;
+    if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
+      resampler_.emplace(info.sample_rate, options.target_sample_rate, out_channels_);
+    if (expected_frames != 0) {
+      // A header's count is only a hint: cap what it can make us allocate up
+      // front (16 M samples, 64 MB); the vector grows past that as data arrives.
+      const std::uint64_t out_frames =
+          resampler_ ? resampled_frames(static_cast<std::size_t>(expected_frames), info.sample_rate,
+                                        options.target_sample_rate)
+                     : expected_frames;
+      result.audio.samples.reserve(
+          static_cast<std::size_t>(std::min<std::uint64_t>(out_frames * out_channels_, 1u << 24)));
+    }
+  }
+
+  /// Adds whole frames; throws too_long past the limit, corrupt on NaN.
+  void add(std::span<const float> block) {
+    const std::uint64_t got = block.size() / channels_;
+    if (total_ + got > max_frames_)
+      throw DecodeError(DecodeProblem::too_long,
+                         "audio is longer than the " + format_seconds(options_.max_duration_seconds) +
+                             " s limit (stopped reading at " +
+                             format_seconds(static_cast<double>(total_ + got) / result_.info.sample_rate) + " s)");
+    total_ += got;
+    check_finite(block);
+    if (out_channels_ == 1 && channels_ > 1) {
+      mixed_.resize(static_cast<std::size_t>(got));
+      const float scale = 1.0f / static_cast<float>(channels_);
+      for (std::size_t f = 0; f < got; ++f) {
+        float sum = 0.0f;
+        for (std::uint32_t c = 0; c < channels_; ++c) sum += block[f * channels_ + c];
+        mixed_[f] = sum * scale;
+      }
+      block = mixed_;
+    }
+    std::vector<float>& out = result_.audio.samples;
+    if (resampler_)
+      resampler_->push(block, out);
+    else
+      out.insert(out.end(), block.begin(), block.end());
+  }
+
+  /// Frames added so far (at the source rate).
+  std::uint64_t frames() const noexcept { return total_; }
+
+  /// Completes the result: frame count, duration, output rate and channels.
+  void finish() {
+    DecodeInfo& info = result_.info;
+    info.frames = total_;
+    info.duration_seconds = static_cast<double>(total_) / info.sample_rate;
+    result_.audio.channels = out_channels_;
+    result_.audio.sample_rate = info.sample_rate;
+    if (resampler_) {
+      const std::vector<float> tail = resampler_->flush();
+      result_.audio.samples.insert(result_.audio.samples.end(), tail.begin(), tail.end());
+      result_.audio.sample_rate = options_.target_sample_rate;
+    }
+  }
+
+ private:
+  DecodedAudio& result_;
+  const DecodeOptions& options_;
+  std::uint32_t channels_;
+  std::uint32_t out_channels_;
+  std::uint64_t max_frames_;  // the limit; one frame more shows "longer than"
+  std::uint64_t total_ = 0;
+  std::vector<float> mixed_;
+  std::optional<StreamingResampler> resampler_;
+};
+
 /// Reads an opened stream into a buffer, enforcing the options' limits.
 inline DecodedAudio read_stream(SNDFILE* file, const SF_INFO& sf, const DecodeOptions& options) {
   DecodedAudio result;
-  DecodeInfo& info = result.info;
-  info = stream_info(sf);
-  const std::uint32_t channels = info.channels;
-  const double rate = info.sample_rate;
-  const std::uint64_t expected = declared_frames(sf, rate, options);
-  // Frames allowed: the limit, plus one so that "more than the limit" shows.
-  const std::uint64_t max_frames = static_cast<std::uint64_t>(std::floor(options.max_duration_seconds * rate));
-
-  std::vector<float>& out = result.audio.samples;
-  const std::uint32_t out_channels = options.mono ? 1 : channels;
-  // Resample block by block as the stream is read, so memory follows the
-  // target rate rather than the source's (an hour at 16 kHz mono is 230 MB
-  // however the upload was recorded). Streaming output equals one-shot.
-  std::optional<StreamingResampler> resampler;
-  if (options.target_sample_rate && options.target_sample_rate != info.sample_rate)
-    resampler.emplace(info.sample_rate, options.target_sample_rate, out_channels);
-  if (expected != 0) {
-    // A header's count is only a hint: cap what it can make us allocate up
-    // front (16 M samples, 64 MB); the vector grows past that as data arrives.
-    const std::uint64_t out_frames =
-        resampler ? resampled_frames(static_cast<std::size_t>(expected), info.sample_rate, options.target_sample_rate)
-                  : expected;
-    out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(out_frames * out_channels, 1u << 24)));
-  }
-
+  result.info = stream_info(sf);
+  const std::uint32_t channels = result.info.channels;
+  const std::uint64_t expected = declared_frames(sf, result.info.sample_rate, options);
+  pcm_collector collector(result, options, expected);
   constexpr sf_count_t block_frames = 8192;
   std::vector<float> block(static_cast<std::size_t>(block_frames) * channels);
-  std::vector<float> mixed;
-  std::uint64_t total = 0;
   for (;;) {
     const sf_count_t got = sf_readf_float(file, block.data(), block_frames);
     if (got <= 0) break;
-    if (total + static_cast<std::uint64_t>(got) > max_frames)
-      throw DecodeError(DecodeProblem::too_long,
-                         "audio is longer than the " + format_seconds(options.max_duration_seconds) +
-                             " s limit (stopped reading at " + format_seconds(static_cast<double>(total + got) / rate) +
-                             " s)");
-    total += static_cast<std::uint64_t>(got);
-    std::span<const float> frames(block.data(), static_cast<std::size_t>(got) * channels);
-    check_finite(frames);
-    if (out_channels == 1 && channels > 1) {
-      mixed.resize(static_cast<std::size_t>(got));
-      const float scale = 1.0f / static_cast<float>(channels);
-      for (sf_count_t f = 0; f < got; ++f) {
-        float sum = 0.0f;
-        for (std::uint32_t c = 0; c < channels; ++c) sum += block[f * channels + c];
-        mixed[static_cast<std::size_t>(f)] = sum * scale;
-      }
-      frames = mixed;
-    }
-    if (resampler)
-      resampler->push(frames, out);
-    else
-      out.insert(out.end(), frames.begin(), frames.end());
+    collector.add(std::span<const float>(block.data(), static_cast<std::size_t>(got) * channels));
   }
-  check_stream_end(file, sf, total, expected);
-
-  info.frames = total;
-  info.duration_seconds = static_cast<double>(total) / rate;
-  result.audio.channels = out_channels;
-  result.audio.sample_rate = info.sample_rate;
-  if (resampler) {
-    const std::vector<float> tail = resampler->flush();
-    out.insert(out.end(), tail.begin(), tail.end());
-    result.audio.sample_rate = options.target_sample_rate;
-  }
+  check_stream_end(file, sf, collector.frames(), expected);
+  collector.finish();
   return result;
 }
+
+/// The FFmpeg path (impl/decode_ffmpeg.hpp) for the containers libsndfile lacks.
+inline DecodedAudio decode_with_ffmpeg(std::span<const std::byte> bytes, const av_container& container,
+                                const DecodeOptions& options);
 
 inline void check_options(const DecodeOptions& options) {
   if (!(options.max_duration_seconds > 0) || !std::isfinite(options.max_duration_seconds))
@@ -290,6 +338,9 @@ inline DecodedAudio decode(std::span<const std::byte> bytes, const DecodeOptions
                        std::string("unsupported audio encoding: WAV format tag ") + hex +
                            " (izwi reads PCM, float, A-law, mu-law, ADPCM, GSM 6.10 and MPEG in WAV)");
   }
+  // MP4/M4A, WebM/Matroska, ADTS AAC, MPEG-PS/TS: libsndfile has no reader for them.
+  if (auto container = detail::sniff_av_container(bytes))
+    return detail::decode_with_ffmpeg(bytes, *container, options);
   detail::memory_source source{bytes};
   SF_INFO sf{};
   detail::sndfile_handle file(sf_open_virtual(detail::memory_source::io(), SFM_READ, &sf, &source));
@@ -314,3 +365,5 @@ inline DecodedAudio decode_file(const std::filesystem::path& path, const DecodeO
 }
 
 }  // namespace izwi::audio
+
+#include "izwi/audio/impl/decode_ffmpeg.hpp"

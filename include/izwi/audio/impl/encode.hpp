@@ -12,6 +12,7 @@
 #include "izwi/audio/detail/ogg_page.hpp"
 #include "izwi/audio/detail/sndfile_virtual_io.hpp"
 #include "izwi/audio/encode.hpp"
+#include "izwi/audio/impl/encode_aac.hpp"
 
 namespace izwi::audio {
 
@@ -22,13 +23,14 @@ inline std::string_view to_string(AudioFormat f) noexcept {
     case AudioFormat::flac: return "flac";
     case AudioFormat::opus: return "opus";
     case AudioFormat::mp3: return "mp3";
+    case AudioFormat::aac: return "aac";
   }
   return "unknown";
 }
 
 inline std::optional<AudioFormat> parse_audio_format(std::string_view name) noexcept {
   for (AudioFormat f : {AudioFormat::wav, AudioFormat::pcm, AudioFormat::flac,
-                         AudioFormat::opus, AudioFormat::mp3})
+                         AudioFormat::opus, AudioFormat::mp3, AudioFormat::aac})
     if (name == to_string(f)) return f;
   return std::nullopt;
 }
@@ -40,6 +42,7 @@ inline std::string_view content_type(AudioFormat f) noexcept {
     case AudioFormat::flac: return "audio/flac";
     case AudioFormat::opus: return "audio/ogg";
     case AudioFormat::mp3: return "audio/mpeg";
+    case AudioFormat::aac: return "audio/aac";
   }
   return "application/octet-stream";
 }
@@ -55,6 +58,9 @@ inline std::uint32_t encoded_sample_rate(AudioFormat format, std::uint32_t input
     case AudioFormat::opus: return next_supported({8000, 12000, 16000, 24000, 48000});
     case AudioFormat::mp3:
       return next_supported({8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000});
+    case AudioFormat::aac:
+      return next_supported({7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000,
+                             88200, 96000});
     default: return input_rate;
   }
 }
@@ -131,9 +137,9 @@ inline StreamingEncoder::StreamingEncoder(AudioFormat format, std::uint32_t samp
   if (channels == 0 || channels > 0xFFFF)
     throw izwi::invalid_argument("channels", "cannot encode " + std::to_string(channels) +
                                                  "-channel audio");
-  if (format == AudioFormat::mp3 && channels > 2)
-    throw EncodeError("mp3 carries mono or stereo only, not " + std::to_string(channels) +
-                       " channels");
+  if ((format == AudioFormat::mp3 || format == AudioFormat::aac) && channels > 2)
+    throw EncodeError(std::string(to_string(format)) + " carries mono or stereo only, not " +
+                       std::to_string(channels) + " channels");
   if (output_rate_ != input_rate_) resampler_.emplace(input_rate_, output_rate_, channels_);
 
   switch (format) {
@@ -141,6 +147,9 @@ inline StreamingEncoder::StreamingEncoder(AudioFormat format, std::uint32_t samp
       detail::append_wav_header(out_, output_rate_, channels_, whole_file_ ? 0u : 0xFFFFFFFFu);
       return;
     case AudioFormat::pcm: return;
+    case AudioFormat::aac:
+      aac_ = std::make_unique<detail::aac_state>(output_rate_, channels_);
+      return;
     default: break;
   }
   SF_INFO info{};
@@ -195,6 +204,10 @@ inline void StreamingEncoder::write(std::span<const float> samples) {
     }
     return;
   }
+  if (aac_) {
+    aac_->write(clipped(samples), out_);
+    return;
+  }
   sf_count_t wrote = 0;
   if (format_ == AudioFormat::flac) {
     // Quantise here, as for wav and pcm, so all three lossless outputs carry
@@ -203,16 +216,20 @@ inline void StreamingEncoder::write(std::span<const float> samples) {
     for (std::size_t i = 0; i < samples.size(); ++i) scratch_s16_[i] = detail::to_s16(samples[i]);
     wrote = sf_writef_short(sndfile_->file, scratch_s16_.data(), static_cast<sf_count_t>(frames));
   } else {
-    scratch_.resize(samples.size());
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const float x = samples[i];
-      scratch_[i] = x == x ? std::clamp(x, -1.0f, 1.0f) : 0.0f;
-    }
-    wrote = sf_writef_float(sndfile_->file, scratch_.data(), static_cast<sf_count_t>(frames));
+    wrote = sf_writef_float(sndfile_->file, clipped(samples).data(), static_cast<sf_count_t>(frames));
   }
   if (wrote != static_cast<sf_count_t>(frames))
     throw EncodeError(std::string(to_string(format_)) + " encoder failed: libsndfile: " +
                        sf_strerror(sndfile_->file));
+}
+
+inline std::span<const float> StreamingEncoder::clipped(std::span<const float> samples) {
+  scratch_.resize(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const float x = samples[i];
+    scratch_[i] = x == x ? std::clamp(x, -1.0f, 1.0f) : 0.0f;
+  }
+  return scratch_;
 }
 
 inline std::vector<std::byte> StreamingEncoder::take_ready(bool at_end) {
@@ -275,6 +292,7 @@ inline std::vector<std::byte> StreamingEncoder::finish() {
     detail::append_wav_header(header, output_rate_, channels_, static_cast<std::uint32_t>(data_bytes));
     std::copy(header.begin(), header.end(), out_.begin());
   }
+  if (aac_) aac_->finish(out_);
   if (sndfile_) {
     // Closing flushes the codec (and, for a whole file, patches headers).
     const int err = sf_close(sndfile_->file);
