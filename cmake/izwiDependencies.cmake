@@ -90,3 +90,9 @@ if(NOT TARGET izwi::boost)
     target_link_libraries(izwi::boost INTERFACE Boost::headers)
   endif()
 endif()
+
+# OpenCL (optional; izwi::opencl, the GPU executor): CMake's FindOpenCL gives
+# OpenCL::OpenCL when the headers and the ICD loader are installed.
+if(NOT TARGET OpenCL::OpenCL)
+  find_package(OpenCL QUIET)
+endif()

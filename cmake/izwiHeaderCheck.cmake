@@ -17,6 +17,10 @@ function(izwi_add_header_check)
   # include on their own: src.hpp needs IZWI_SEPARATE_COMPILATION, and the
   # instantiation list needs the macro its two includers define.
   list(FILTER headers EXCLUDE REGEX "(^|/)src\\.hpp$|/stock_instantiations\\.hpp$")
+  # The OpenCL headers need OpenCL's (izwi::opencl): checked only where it exists.
+  if(NOT TARGET izwi::opencl)
+    list(FILTER headers EXCLUDE REGEX "opencl|kv_cache/device\\.hpp$")
+  endif()
   list(SORT headers)
 
   set(out_dir ${PROJECT_BINARY_DIR}/header_check)
@@ -47,7 +51,7 @@ function(izwi_add_header_check)
   add_library(izwi_header_check OBJECT ${sources})
   target_link_libraries(izwi_header_check PRIVATE izwi::izwi izwi::audio)
   # Every further component target (izwi::tokenizer, ...) brings its own usage requirements.
-  foreach(component tokenizer)
+  foreach(component tokenizer opencl)
     if(TARGET izwi::${component})
       target_link_libraries(izwi_header_check PRIVATE izwi::${component})
     endif()

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <string>
+#include <utility>
+
+namespace izwi {
+
+template <class Model>
+  requires ModelFamilyFor<Model, opencl::OpenClOps>
+OpenClExecutor<Model>::OpenClExecutor(Model model, std::shared_ptr<opencl::Context> context)
+    : model_(std::move(model)),
+      context_(std::move(context)),
+      ops_(std::make_unique<opencl::OpenClOps>(context_)) {}
+
+template <class Model>
+  requires ModelFamilyFor<Model, opencl::OpenClOps>
+template <KVCachePolicy K>
+void OpenClExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result) {
+  if constexpr (requires { kv.context(); }) {
+    if (kv.context() != context_)
+      throw invalid_argument("kv_cache", "OpenClExecutor: the KV cache lives on another OpenCL context");
+  }
+  tokens_.clear();
+  positions_.clear();
+  logit_rows_.clear();
+  sequences_.clear();
+  for (const ScheduledSequence& seq : plan.sequences) {
+    sequences_.push_back(opencl::OpenClOps::make_sequence(seq, tokens_.size()));
+    for (std::size_t i = 0; i < seq.num_tokens; ++i) {
+      tokens_.push_back(seq.tokens[seq.num_computed_tokens + i]);
+      positions_.push_back(static_cast<std::int64_t>(seq.num_computed_tokens + i));
+    }
+    if (seq.samples) logit_rows_.push_back(static_cast<std::uint32_t>(tokens_.size() - 1));
+  }
+  if (tokens_.empty()) return;
+
+  logits_.resize(logit_rows_.size() * model_.vocab_size());
+  const ForwardBatch batch{tokens_, positions_, plan.slot_mapping, logit_rows_};
+  ops_->begin_step();
+  try {
+    model_.forward(*ops_, batch, std::span<const opencl::OpenClOps::attention_sequence>(sequences_), kv,
+                   logits_.data());
+  } catch (...) {
+    ops_->end_step();
+    throw;
+  }
+  ops_->end_step();
+  context_->finish();
+  if (keep_logits_) kept_logits_.assign(logits_.begin(), logits_.end());
+  sample(plan, result);
+}
+
+// The host half of the step, as CpuExecutor's: one draw per sampling sequence.
+template <class Model>
+  requires ModelFamilyFor<Model, opencl::OpenClOps>
+void OpenClExecutor<Model>::sample(const StepPlan& plan, StepResult& result) {
+  const std::size_t vocab = model_.vocab_size();
+  std::size_t row = 0;
+  for (const ScheduledSequence& seq : plan.sequences) {
+    if (!seq.samples) continue;
+    const std::span<float> logits(logits_.data() + row * vocab, vocab);
+    ++row;
+    SamplingInput input;
+    input.params = seq.sampling;
+    input.prompt_tokens = seq.tokens.first(seq.num_prompt_tokens);
+    input.output_tokens = seq.output_tokens();
+    input.eos_token_ids = model_.eos_token_ids();
+    input.rng = seq.rng;
+    SequenceOutput out;
+    out.id = seq.id;
+    out.top_logprobs_begin = static_cast<std::uint32_t>(result.top_logprobs.size());
+    const SampledToken sampled = sampler_.sample(logits, input, &result.top_logprobs);
+    if (!sampled.ok()) {
+      result.failures.push_back({seq.id, std::string(describe(sampled.error))});
+      continue;
+    }
+    out.token = sampled.token;
+    out.logprob = sampled.logprob;
+    out.top_logprobs_count = static_cast<std::uint32_t>(result.top_logprobs.size()) - out.top_logprobs_begin;
+    result.outputs.push_back(out);
+  }
+}
+
+}  // namespace izwi

@@ -1,0 +1,168 @@
+#pragma once
+// The OpenCL side of izwi: one device, its context and in-order queue, the
+// program of izwi's kernels (built once per context, its binary cached on
+// disk), and device buffers that carry a *device address*.
+//
+// Device addresses. A model family is written against `float*` (BackendOps),
+// and a KV cache hands out `KVLayerView{std::byte*, std::byte*}`. Memory on an
+// OpenCL device has no host address, so each DeviceBuffer reserves an
+// inaccessible range of the host's address space (mmap PROT_NONE, no memory
+// behind it) of its own size and registers it: a pointer into that range,
+// with ordinary pointer arithmetic, names (buffer, byte offset) on the
+// device. OpenClOps resolves every pointer it is given; one that resolves to
+// nothing is host memory and is copied. A host dereference of a device
+// address faults at once instead of reading garbage.
+//
+//   auto ctx = izwi::opencl::Context::create({});          // first GPU, else first device
+//   izwi::opencl::DeviceBuffer buf(*ctx, 1024);
+//   float* p = buf.address<float>();                      // a device address
+//
+// Errors: izwi::opencl::opencl_error with the failing call and the OpenCL
+// status name; no platform or device is izwi::unavailable with the reason.
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "izwi/core/error.hpp"
+
+namespace izwi::opencl {
+
+/// An OpenCL call failed; what() names the call and the status.
+class opencl_error : public izwi::error {
+ public:
+  opencl_error(const std::string& call, cl_int status);
+  cl_int status() const noexcept { return status_; }
+
+ private:
+  cl_int status_;
+};
+
+/// Name of an OpenCL status code ("CL_OUT_OF_RESOURCES").
+const char* status_name(cl_int status) noexcept;
+
+/// Throws opencl_error(call, status) unless status is CL_SUCCESS.
+inline void check(cl_int status, const char* call) {
+  if (status != CL_SUCCESS) throw opencl_error(call, status);
+}
+inline void check(cl_int status, const std::string& call) {
+  if (status != CL_SUCCESS) throw opencl_error(call, status);
+}
+
+struct ContextOptions {
+  /// Index into clGetPlatformIDs; none: every platform, GPUs first.
+  std::optional<std::size_t> platform;
+  /// Index into the platform's devices; none: its first GPU, else its first device.
+  std::optional<std::size_t> device;
+  /// Where program binaries are cached; empty: $IZWI_OPENCL_CACHE, else
+  /// $XDG_CACHE_HOME/izwi/opencl, else ~/.cache/izwi/opencl. "-" disables the cache.
+  std::filesystem::path program_cache_dir;
+};
+
+/// How the kernel program was obtained (the cache's observable behaviour, for tests).
+enum class ProgramOrigin { built_from_source, loaded_from_cache };
+
+/// One device, its context, one in-order queue and the built kernel program.
+/// Shared (shared_ptr) by the executor, its ops and every DeviceKVCache on it.
+class Context {
+ public:
+  /// Picks the device, builds (or loads) izwi's kernels. Throws
+  /// izwi::unavailable when there is no platform or no such device.
+  static std::shared_ptr<Context> create(const ContextOptions& options);
+
+  /// True when at least one OpenCL device exists; `reason` says why not.
+  static bool any_device(std::string* reason = nullptr);
+
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  cl_context context() const noexcept { return context_; }
+  cl_device_id device() const noexcept { return device_; }
+  cl_command_queue queue() const noexcept { return queue_; }
+  cl_program program() const noexcept { return program_; }
+  /// "PoCL 3.1 / pthread-skylake-avx512 (driver 3.1)", for logs.
+  const std::string& description() const noexcept { return description_; }
+  ProgramOrigin program_origin() const noexcept { return program_origin_; }
+  /// The cache file of this device's program ("" when caching is off).
+  const std::filesystem::path& program_cache_file() const noexcept { return cache_file_; }
+
+  /// The kernel `name` of the program, created once per context.
+  cl_kernel kernel(const char* name);
+
+  /// Waits for every enqueued command.
+  void finish() const { check(clFinish(queue_), "clFinish"); }
+
+ private:
+  Context() = default;
+  void build_program(const std::filesystem::path& cache_dir);
+
+  cl_platform_id platform_ = nullptr;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  cl_program program_ = nullptr;
+  std::map<std::string, cl_kernel, std::less<>> kernels_;
+  std::string description_;
+  ProgramOrigin program_origin_ = ProgramOrigin::built_from_source;
+  std::filesystem::path cache_file_;
+};
+
+/// Where a device address points: a buffer and a byte offset into it.
+struct DeviceLocation {
+  cl_mem buffer = nullptr;
+  std::size_t offset = 0;
+  /// Bytes from offset to the end of the buffer.
+  std::size_t available = 0;
+};
+
+/// The buffer behind a device address, or nullopt for any other pointer.
+std::optional<DeviceLocation> resolve_device_address(const void* address) noexcept;
+
+/// A cl_mem of `bytes` with a device address range of its own (see above).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  /// Throws opencl_error (CL_MEM_OBJECT_ALLOCATION_FAILURE, ...) when the
+  /// device cannot hold it.
+  DeviceBuffer(Context& context, std::size_t bytes);
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    DeviceBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+
+  cl_mem get() const noexcept { return mem_; }
+  std::size_t size() const noexcept { return bytes_; }
+  template <class T = std::byte>
+  T* address() const noexcept {
+    return static_cast<T*>(address_);
+  }
+  /// Blocking copies between the host and [offset, offset + bytes).
+  void write(Context& context, const void* host, std::size_t bytes, std::size_t offset = 0);
+  void read(Context& context, void* host, std::size_t bytes, std::size_t offset = 0) const;
+  /// Sets [offset, offset + bytes) to zero bytes.
+  void zero(Context& context, std::size_t bytes, std::size_t offset = 0);
+
+ private:
+  void reset() noexcept;
+  void swap(DeviceBuffer& other) noexcept;
+  cl_mem mem_ = nullptr;
+  void* address_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace izwi::opencl
+
+#include "izwi/kernels/opencl/impl/context.hpp"

@@ -1,0 +1,150 @@
+#pragma once
+// OpenClOps: the operations a model family's forward pass asks of a backend
+// (BackendOps, docs/concepts/backend_ops.md), run as OpenCL kernels
+// (kernels/opencl/sources.hpp) on one device's in-order queue.
+//
+// Pointers. Scratch from buffer() and K/V views from DeviceKVCache are device
+// addresses (kernels/opencl/context.hpp) and stay on the device. Any other
+// pointer is host memory: an input is copied to the device for the call, an
+// output is copied back when the call returns. So the model's logits land in
+// the executor's host array, and a test can drive every operation with plain
+// std::vectors and compare with CpuOps.
+//
+// Weights (WeightMatrix, norm vectors) are host memory that never changes
+// while the model lives: each is uploaded on first use and kept, keyed by its
+// address (and checked by size and a sampled fingerprint, so an array freed
+// and another allocated at its address is uploaded anew); forget_weights()
+// drops the copies.
+//
+// Per-step index arrays (token ids, positions, slots, block tables) are
+// uploaded once per step between begin_step() and end_step() (the model
+// passes the same spans to every layer); outside a step they are uploaded on
+// every call.
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "izwi/concepts/kv_cache.hpp"
+#include "izwi/concepts/tags.hpp"
+#include "izwi/core/dtype.hpp"
+#include "izwi/core/error.hpp"
+#include "izwi/core/ids.hpp"
+#include "izwi/core/step.hpp"
+#include "izwi/kernels/cpu/attention.hpp"
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/rotary.hpp"
+#include "izwi/kernels/opencl/context.hpp"
+
+namespace izwi::opencl {
+
+class OpenClOps {
+ public:
+  using policy_category = backend_ops_tag;
+  /// A view of the mapped checkpoint (F32, F16, BF16 or Q8_0), uploaded on first use.
+  using weight_type = kernels::cpu::WeightMatrix;
+  /// As on the CPU: query rows [first_row, first_row + num_tokens) at
+  /// positions [num_computed, ...), K/V through its block table.
+  using attention_sequence = kernels::cpu::AttentionSequence;
+  static attention_sequence make_sequence(const ScheduledSequence& seq, std::size_t first_row) {
+    return {seq.num_computed_tokens, seq.num_tokens, seq.block_table, first_row};
+  }
+
+  explicit OpenClOps(std::shared_ptr<Context> context);
+
+  Context& context() const noexcept { return *context_; }
+
+  /// Device scratch of at least `floats` floats for `slot`, grown, never shrunk.
+  float* buffer(std::size_t slot, std::size_t floats);
+
+  void embed(const weight_type& table, std::span<const TokenId> tokens, float* out);
+  void matmul(const float* x, std::size_t m, const weight_type& w, float* y);
+  struct MatmulTarget {
+    const weight_type* weight;
+    float* y;
+  };
+  void matmuls(const float* x, std::size_t m, std::initializer_list<MatmulTarget> targets) {
+    for (const MatmulTarget& t : targets) matmul(x, m, *t.weight, t.y);
+  }
+  void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out);
+  void rms_norm_heads(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim, const float* weight,
+                      float eps);
+  void rope(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim,
+            std::span<const std::int64_t> positions, double theta);
+  void store_kv(const KVLayerView& view, DType dtype, const float* k, const float* v,
+                std::span<const std::int64_t> slots, std::size_t kv_heads, std::size_t head_dim);
+  void attention(const float* q, std::span<const attention_sequence> sequences, const KVLayerView& view, DType dtype,
+                 std::size_t block_size, std::size_t heads, std::size_t kv_heads, std::size_t head_dim, float* out);
+  void silu_mul(float* gate, const float* up, std::size_t n);
+  void add(float* x, const float* y, std::size_t n);
+  void gather_rows(const float* x, std::size_t dim, std::span<const std::uint32_t> rows, float* out);
+
+  /// Index arrays are uploaded once from here to end_step() (see above).
+  void begin_step() noexcept {
+    step_uploads_used_ = 0;
+    in_step_ = true;
+    attention_key_ = {};
+  }
+  void end_step() noexcept { in_step_ = false; }
+  void forget_weights() { weights_.clear(); }
+
+ private:
+  /// A float array bound to a kernel argument: buffer and element offset;
+  /// `host_out` is where to copy it back after the kernel (host outputs).
+  struct Bound {
+    cl_mem mem = nullptr;
+    cl_ulong offset = 0;
+    float* host_out = nullptr;
+    std::size_t floats = 0;
+    const DeviceBuffer* staging = nullptr;
+  };
+  enum class Direction { in, out, in_out };
+  Bound bind(const float* p, std::size_t floats, Direction direction);
+  void finish(const Bound& b);
+  DeviceBuffer& staging(std::size_t bytes);
+  cl_mem upload_indices(const void* data, std::size_t bytes);
+  cl_mem weight_buffer(const void* data, std::size_t bytes);
+  cl_mem bind_view(const std::byte* address, cl_ulong& offset, const char* which);
+  void launch(const char* kernel, std::size_t global0, std::size_t global1);
+  template <class... Args>
+  void set_args(const char* kernel, const Args&... args);
+
+  std::shared_ptr<Context> context_;
+  std::vector<DeviceBuffer> scratch_;
+  std::vector<DeviceBuffer> staging_;
+  std::size_t staging_used_ = 0;
+  struct StepUpload {
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    DeviceBuffer buffer;
+  };
+  std::vector<StepUpload> step_uploads_;
+  std::size_t step_uploads_used_ = 0;
+  bool in_step_ = false;
+  struct UploadedWeight {
+    DeviceBuffer buffer;
+    std::size_t bytes = 0;
+    std::uint64_t fingerprint = 0;
+  };
+  std::unordered_map<const void*, UploadedWeight> weights_;
+  // NeoX cos/sin table (same values as the CPU's, computed in double on the host).
+  DeviceBuffer rotary_cos_, rotary_sin_;
+  std::size_t rotary_head_dim_ = 0, rotary_positions_ = 0;
+  double rotary_theta_ = 0;
+  // The step's attention metadata, built once per step.
+  struct AttentionKey {
+    const void* sequences = nullptr;
+    std::size_t count = 0;
+  } attention_key_;
+  cl_mem row_seq_ = nullptr, seq_info_ = nullptr, tables_ = nullptr;
+  std::vector<cl_int> row_seq_host_, seq_info_host_;
+  std::vector<cl_uint> tables_host_;
+};
+
+}  // namespace izwi::opencl
+
+#include "izwi/kernels/opencl/impl/ops.hpp"

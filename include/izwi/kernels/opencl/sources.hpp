@@ -1,0 +1,181 @@
+#pragma once
+// izwi's OpenCL kernels, as OpenCL C 1.2 source (header-only stays
+// header-only: the program is compiled at run time, once per context, and its
+// binary cached on disk; see context.hpp). The host side is OpenClOps
+// (kernels/opencl/ops.hpp), which documents each operation.
+//
+// Conventions: activations are f32; every pointer argument comes with an
+// element offset (`*_off`), because buffers are addressed as (cl_mem, offset)
+// rather than through sub-buffers (whose offsets must meet the device's base
+// alignment). Weights are rows of `row_bytes` bytes in their stored type,
+// widened to f32 element by element (f16 through vload_half, which needs no
+// cl_khr_fp16; bf16 by a shift; Q8_0 as ggml's 34-byte blocks of an f16 scale
+// and 32 int8 values). One work-item per output element: simple and
+// portable; a tiled, sub-group aware GEMM is future work (docs/opencl.md).
+
+namespace izwi::opencl {
+
+inline constexpr int max_head_dim = 256;
+
+inline constexpr const char* kernel_source = R"CLC(
+#define MAX_HEAD_DIM 256
+
+inline float load_f32(__global const uchar* w, ulong row_bytes, ulong r, uint c) {
+  return ((__global const float*)(w + r * row_bytes))[c];
+}
+inline float load_f16(__global const uchar* w, ulong row_bytes, ulong r, uint c) {
+  return vload_half(c, (__global const half*)(w + r * row_bytes));
+}
+inline float load_bf16(__global const uchar* w, ulong row_bytes, ulong r, uint c) {
+  return as_float((uint)((__global const ushort*)(w + r * row_bytes))[c] << 16);
+}
+inline float load_q8_0(__global const uchar* w, ulong row_bytes, ulong r, uint c) {
+  __global const uchar* block = w + r * row_bytes + (ulong)(c / 32u) * 34u;
+  const float scale = vload_half(0, (__global const half*)block);
+  return scale * (float)((__global const char*)(block + 2))[c % 32u];
+}
+
+/* out[i][c] = table[tokens[i]][c] */
+#define EMBED(NAME, LOAD)                                                                  \
+  __kernel void NAME(__global const uchar* table, ulong row_bytes, uint cols,              \
+                     __global const int* tokens, __global float* out, ulong out_off) {     \
+    const uint c = get_global_id(0), i = get_global_id(1);                                 \
+    if (c >= cols) return;                                                                 \
+    out[out_off + (ulong)i * cols + c] = LOAD(table, row_bytes, (ulong)tokens[i], c);      \
+  }
+EMBED(embed_f32, load_f32)
+EMBED(embed_f16, load_f16)
+EMBED(embed_bf16, load_bf16)
+EMBED(embed_q8_0, load_q8_0)
+
+/* y[m][n] = sum_c x[m][c] * w[n][c]   (torch Linear: y = x w^T) */
+#define MATMUL(NAME, LOAD)                                                                 \
+  __kernel void NAME(__global const float* x, ulong x_off, uint k, __global const uchar* w, \
+                     ulong row_bytes, uint n, __global float* y, ulong y_off) {            \
+    const uint r = get_global_id(0), m = get_global_id(1);                                 \
+    if (r >= n) return;                                                                    \
+    __global const float* xr = x + x_off + (ulong)m * k;                                   \
+    float acc = 0.0f;                                                                      \
+    for (uint c = 0; c < k; ++c) acc = fma(LOAD(w, row_bytes, r, c), xr[c], acc);          \
+    y[y_off + (ulong)m * n + r] = acc;                                                     \
+  }
+MATMUL(matmul_f32, load_f32)
+MATMUL(matmul_f16, load_f16)
+MATMUL(matmul_bf16, load_bf16)
+MATMUL(matmul_q8_0, load_q8_0)
+
+/* RMSNorm of row get_global_id(0) of n values (rows back to back; a head is a row). */
+__kernel void rms_norm(__global const float* x, ulong x_off, uint n, __global const float* weight, float eps,
+                       __global float* y, ulong y_off) {
+  const ulong row = get_global_id(0);
+  __global const float* xr = x + x_off + row * n;
+  __global float* yr = y + y_off + row * n;
+  float sum = 0.0f;
+  for (uint i = 0; i < n; ++i) sum = fma(xr[i], xr[i], sum);
+  const float inv = 1.0f / sqrt(sum / (float)n + eps);
+  for (uint i = 0; i < n; ++i) yr[i] = xr[i] * inv * weight[i];
+}
+
+/* NeoX rotary: item (row*heads + head, i) rotates the pair (i, i + head_dim/2). */
+__kernel void rope(__global float* x, ulong x_off, uint heads, uint head_dim, __global const long* positions,
+                   __global const float* cos_table, __global const float* sin_table) {
+  const uint rh = get_global_id(0), i = get_global_id(1);
+  const uint half_dim = head_dim / 2u;
+  const long pos = positions[rh / heads];
+  __global float* h = x + x_off + (ulong)rh * head_dim;
+  const float c = cos_table[pos * half_dim + i], s = sin_table[pos * half_dim + i];
+  const float x1 = h[i], x2 = h[i + half_dim];
+  h[i] = x1 * c - x2 * s;
+  h[i + half_dim] = x2 * c + x1 * s;
+}
+
+inline ushort f32_to_bf16_rne(float f) {
+  const uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* quiet NaN */
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* K/V row of token t into cache slot slots[t] (negative: padding, skipped). */
+#define STORE_KV(NAME, STORE)                                                                          \
+  __kernel void NAME(__global const float* k, ulong k_off, __global const float* v, ulong v_off,       \
+                     __global const long* slots, uint row, __global uchar* keys, ulong keys_off,       \
+                     __global uchar* values, ulong values_off) {                                       \
+    const uint t = get_global_id(0), e = get_global_id(1);                                             \
+    const long slot = slots[t];                                                                        \
+    if (slot < 0) return;                                                                              \
+    const ulong dst = (ulong)slot * row + e;                                                           \
+    STORE(k[k_off + (ulong)t * row + e], keys + keys_off, dst);                                        \
+    STORE(v[v_off + (ulong)t * row + e], values + values_off, dst);                                    \
+  }
+#define STORE_F32(val, base, i) ((__global float*)(base))[i] = (val)
+#define STORE_F16(val, base, i) vstore_half_rte((val), (i), (__global half*)(base))
+#define STORE_BF16(val, base, i) ((__global ushort*)(base))[i] = f32_to_bf16_rne(val)
+STORE_KV(store_kv_f32, STORE_F32)
+STORE_KV(store_kv_f16, STORE_F16)
+STORE_KV(store_kv_bf16, STORE_BF16)
+
+/* Paged causal GQA attention, one item per (query row, head), online softmax.
+   seq_info per sequence: num_computed, first_row, table_offset, first_visible, visible_end (0: causal). */
+#define LOAD_F32(base, i) ((__global const float*)(base))[i]
+#define LOAD_F16(base, i) vload_half((i), (__global const half*)(base))
+#define LOAD_BF16(base, i) as_float((uint)((__global const ushort*)(base))[i] << 16)
+#define ATTENTION(NAME, LOAD)                                                                          \
+  __kernel void NAME(__global const float* q, ulong q_off, __global const int* row_seq,                \
+                     __global const int* seq_info, __global const uint* tables,                        \
+                     __global const uchar* keys, ulong keys_off, __global const uchar* values,         \
+                     ulong values_off, uint heads, uint kv_heads, uint head_dim, uint block_size,      \
+                     float scale, __global float* out, ulong out_off) {                                \
+    const uint r = get_global_id(0), h = get_global_id(1);                                             \
+    __global const int* info = seq_info + 5 * row_seq[r];                                              \
+    const uint num_computed = (uint)info[0], first_row = (uint)info[1];                                \
+    __global const uint* table = tables + info[2];                                                     \
+    const uint first_visible = (uint)info[3];                                                          \
+    const uint end = info[4] ? (uint)info[4] : num_computed + (r - first_row) + 1u;                    \
+    const uint row = kv_heads * head_dim, kvh = h / (heads / kv_heads);                                \
+    __global const float* qh = q + q_off + ((ulong)r * heads + h) * head_dim;                          \
+    __global const uchar* kb = keys + keys_off;                                                        \
+    __global const uchar* vb = values + values_off;                                                    \
+    float acc[MAX_HEAD_DIM];                                                                           \
+    for (uint d = 0; d < head_dim; ++d) acc[d] = 0.0f;                                                 \
+    float running_max = -INFINITY, denom = 0.0f;                                                       \
+    for (uint p = first_visible; p < end; ++p) {                                                       \
+      const ulong base = ((ulong)table[p / block_size] * block_size + p % block_size) * row +          \
+                         (ulong)kvh * head_dim;                                                        \
+      float score = 0.0f;                                                                              \
+      for (uint d = 0; d < head_dim; ++d) score = fma(qh[d], LOAD(kb, base + d), score);               \
+      score *= scale;                                                                                  \
+      const float new_max = fmax(running_max, score);                                                  \
+      const float correction = exp(running_max - new_max), weight = exp(score - new_max);              \
+      denom = denom * correction + weight;                                                             \
+      for (uint d = 0; d < head_dim; ++d) acc[d] = acc[d] * correction + weight * LOAD(vb, base + d);  \
+      running_max = new_max;                                                                           \
+    }                                                                                                  \
+    __global float* o = out + out_off + ((ulong)r * heads + h) * head_dim;                             \
+    const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;                                              \
+    for (uint d = 0; d < head_dim; ++d) o[d] = acc[d] * inv;                                           \
+  }
+ATTENTION(attention_f32, LOAD_F32)
+ATTENTION(attention_f16, LOAD_F16)
+ATTENTION(attention_bf16, LOAD_BF16)
+
+__kernel void silu_mul(__global float* gate, ulong gate_off, __global const float* up, ulong up_off) {
+  const ulong i = get_global_id(0);
+  const float g = gate[gate_off + i];
+  gate[gate_off + i] = g / (1.0f + exp(-g)) * up[up_off + i];
+}
+
+__kernel void add_inplace(__global float* x, ulong x_off, __global const float* y, ulong y_off) {
+  const ulong i = get_global_id(0);
+  x[x_off + i] += y[y_off + i];
+}
+
+/* out[i][d] = x[rows[i]][d] */
+__kernel void gather_rows(__global const float* x, ulong x_off, uint dim, __global const uint* rows,
+                          __global float* out, ulong out_off) {
+  const uint d = get_global_id(0), i = get_global_id(1);
+  if (d >= dim) return;
+  out[out_off + (ulong)i * dim + d] = x[x_off + (ulong)rows[i] * dim + d];
+}
+)CLC";
+
+}  // namespace izwi::opencl

@@ -1,0 +1,242 @@
+// Every OpenClOps operation against the CPU backend's (detail::CpuOps) on the
+// same random inputs, on the first OpenCL device (PoCL in CI). Tolerances are
+// relative to the largest output value: 1e-5 where only the summation order
+// differs (f32 math on both sides, weights widened to f32 the same way), 1e-3
+// for an f16 or bf16 KV cache (both round K/V to the same type, RNE, but may
+// still differ in one ulp on ties computed from slightly different inputs).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <vector>
+
+#include "izwi/executor/detail/cpu_ops.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
+#include "izwi/kernels/opencl/ops.hpp"
+#include "izwi/kv_cache/device.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "kernels/kernel_test_util.hpp"
+#include "opencl/opencl_test_util.hpp"
+
+using namespace izwi;
+using izwi::testing::opencl_context;
+using izwi::testing::relative_error;
+
+namespace {
+
+constexpr double f32_tolerance = 1e-5;
+
+struct Backends {
+  izwi::detail::ThreadPool pool{2};
+  izwi::detail::CpuOps cpu{pool};
+  opencl::OpenClOps gpu;
+  explicit Backends(std::shared_ptr<opencl::Context> ctx) : gpu(std::move(ctx)) {}
+};
+
+}  // namespace
+
+TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "[opencl][ops]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  Backends b(ctx);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    const std::size_t rows = 100, cols = 96;  // rows not a multiple of the 64-wide launch
+    const auto w = kernel_test::make_weights(dtype, rows, cols, 11);
+    for (std::size_t m : {1u, 3u, 20u}) {  // GEMV, batched GEMV, GEMM paths on the CPU
+      INFO("dtype " << to_string(dtype) << " m " << m);
+      const auto x = kernel_test::random_floats(m * cols, static_cast<std::uint32_t>(m));
+      std::vector<float> expected(m * rows), actual(m * rows, -1.0f);
+      b.cpu.matmul(x.data(), m, w.matrix, expected.data());
+      b.gpu.matmul(x.data(), m, w.matrix, actual.data());
+      CHECK(relative_error(actual, expected) <= f32_tolerance);
+    }
+    const std::vector<TokenId> tokens = {0, 99, 42, 42, 7};
+    std::vector<float> expected(tokens.size() * cols), actual(tokens.size() * cols);
+    b.cpu.embed(w.matrix, tokens, expected.data());
+    b.gpu.embed(w.matrix, tokens, actual.data());
+    CHECK(actual == expected);  // a widening copy: exact
+    const std::vector<TokenId> bad = {3, 100};
+    CHECK_THROWS_AS(b.gpu.embed(w.matrix, bad, actual.data()), invalid_argument);
+  }
+}
+
+TEST_CASE("OpenClOps norms, rotary, SiLU-mul, add and gather equal the CPU's", "[opencl][ops]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  Backends b(ctx);
+  const std::size_t rows = 7, heads = 4, head_dim = 64, dim = heads * head_dim;
+  const auto x = kernel_test::random_floats(rows * dim, 1, 3.0f);
+  const auto weight = kernel_test::random_floats(dim, 2);
+  const float eps = 1e-6f;
+
+  SECTION("rms_norm, out of place and in place") {
+    std::vector<float> expected(x.size()), actual(x.size());
+    b.cpu.rms_norm(x.data(), rows, dim, weight.data(), eps, expected.data());
+    b.gpu.rms_norm(x.data(), rows, dim, weight.data(), eps, actual.data());
+    CHECK(relative_error(actual, expected) <= f32_tolerance);
+    std::vector<float> in_place = x;
+    b.gpu.rms_norm(in_place.data(), rows, dim, weight.data(), eps, in_place.data());
+    CHECK(relative_error(in_place, expected) <= f32_tolerance);
+  }
+  SECTION("rms_norm_heads") {
+    std::vector<float> expected = x, actual = x;
+    b.cpu.rms_norm_heads(expected.data(), rows, heads, head_dim, weight.data(), eps);
+    b.gpu.rms_norm_heads(actual.data(), rows, heads, head_dim, weight.data(), eps);
+    CHECK(relative_error(actual, expected) <= f32_tolerance);
+  }
+  SECTION("NeoX rope, positions past the first table") {
+    const std::vector<std::int64_t> positions = {0, 1, 2, 17, 4095, 5000, 123};
+    std::vector<float> expected = x, actual = x;
+    b.cpu.rope(expected.data(), rows, heads, head_dim, positions, 1e6);
+    b.gpu.rope(actual.data(), rows, heads, head_dim, positions, 1e6);
+    CHECK(relative_error(actual, expected) <= f32_tolerance);
+  }
+  SECTION("silu_mul and add") {
+    const auto up = kernel_test::random_floats(x.size(), 3, 2.0f);
+    std::vector<float> expected = x, actual = x;
+    b.cpu.silu_mul(expected.data(), up.data(), x.size());
+    b.gpu.silu_mul(actual.data(), up.data(), x.size());
+    CHECK(relative_error(actual, expected) <= f32_tolerance);
+    b.cpu.add(expected.data(), up.data(), x.size());
+    b.gpu.add(actual.data(), up.data(), x.size());
+    CHECK(relative_error(actual, expected) <= f32_tolerance);
+  }
+  SECTION("gather_rows from device scratch") {
+    float* device_x = b.gpu.buffer(0, x.size());
+    // x as one row of x.size() floats: host → device scratch.
+    b.gpu.gather_rows(x.data(), x.size(), std::vector<std::uint32_t>{0}, device_x);
+    const std::vector<std::uint32_t> pick = {6, 0, 3};
+    std::vector<float> expected(pick.size() * dim), actual(pick.size() * dim);
+    b.cpu.gather_rows(x.data(), dim, pick, expected.data());
+    b.gpu.gather_rows(device_x, dim, pick, actual.data());
+    CHECK(actual == expected);
+  }
+}
+
+namespace {
+
+/// K/V for every position of three sequences stored into a host PagedKVCache
+/// and a DeviceKVCache through the same scattered block tables, then one
+/// attention call for a prefill, a decode and a chunked-prefill sequence.
+void check_attention(Backends& b, const std::shared_ptr<opencl::Context>& ctx, DType dtype, double tolerance) {
+  const std::size_t heads = 4, kv_heads = 2, head_dim = 64, block = 16, row = kv_heads * head_dim;
+  const KVCacheShape shape{1, kv_heads, head_dim, dtype};
+  PagedKVCacheConfig config;
+  config.num_blocks = 12;
+  PagedKVCache<16> host(shape, config);
+  DeviceKVCache<16> device(ctx, shape, config);
+  // Block tables, deliberately out of order; null block 0 never used.
+  const std::vector<std::vector<BlockId>> tables = {{5, 2}, {1, 9, 3}, {12, 7}};
+  const std::vector<std::size_t> computed = {0, 37, 16}, fresh = {20, 1, 5};
+  std::vector<std::int64_t> slots;
+  std::vector<kernels::cpu::AttentionSequence> seqs;
+  std::size_t first_row = 0;
+  for (std::size_t s = 0; s < tables.size(); ++s) {
+    for (std::size_t p = 0; p < computed[s] + fresh[s]; ++p)
+      slots.push_back(static_cast<std::int64_t>(tables[s][p / block] * block + p % block));
+    seqs.push_back({computed[s], fresh[s], tables[s], first_row + computed[s]});
+    first_row += computed[s] + fresh[s];
+  }
+  slots.push_back(-1);  // a padding slot is skipped
+  const auto k = kernel_test::random_floats(slots.size() * row, 21);
+  const auto v = kernel_test::random_floats(slots.size() * row, 22);
+  b.cpu.store_kv(host.layer(0), dtype, k.data(), v.data(), slots, kv_heads, head_dim);
+  b.gpu.store_kv(device.layer(0), dtype, k.data(), v.data(), slots, kv_heads, head_dim);
+  // The stored rows, byte for byte (f16/bf16: both sides round to nearest even).
+  const auto keys = device.read_layer(0, false);
+  const auto values = device.read_layer(0, true);
+  const std::size_t row_bytes = row * dtype_size(dtype);
+  std::size_t differing = 0;
+  for (std::int64_t slot : slots) {
+    if (slot < 0) continue;
+    const auto at = static_cast<std::size_t>(slot) * row_bytes;
+    if (!std::equal(keys.begin() + at, keys.begin() + at + row_bytes, host.layer(0).keys + at) ||
+        !std::equal(values.begin() + at, values.begin() + at + row_bytes, host.layer(0).values + at))
+      ++differing;
+  }
+  CHECK(differing == 0);
+
+  const auto q = kernel_test::random_floats(first_row * heads * head_dim, 23, 2.0f);
+  std::vector<float> expected(q.size(), 0.0f), actual(q.size(), 0.0f);
+  b.cpu.attention(q.data(), seqs, host.layer(0), dtype, block, heads, kv_heads, head_dim, expected.data());
+  b.gpu.attention(q.data(), seqs, device.layer(0), dtype, block, heads, kv_heads, head_dim, actual.data());
+  for (const auto& s : seqs) {
+    const std::size_t begin = s.first_row * heads * head_dim, n = s.num_tokens * heads * head_dim;
+    INFO("sequence at row " << s.first_row << ", dtype " << to_string(dtype));
+    CHECK(relative_error(std::span(actual).subspan(begin, n), std::span(expected).subspan(begin, n)) <= tolerance);
+  }
+  // A host KV view is refused by name, not read.
+  CHECK_THROWS_AS(b.gpu.store_kv(host.layer(0), dtype, k.data(), v.data(), slots, kv_heads, head_dim),
+                  invalid_argument);
+}
+
+}  // namespace
+
+TEST_CASE("OpenClOps store_kv and paged attention equal the CPU's (prefill, decode, chunk)", "[opencl][ops]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  Backends b(ctx);
+  check_attention(b, ctx, DType::f32, f32_tolerance);
+  check_attention(b, ctx, DType::f16, 1e-3);
+  check_attention(b, ctx, DType::bf16, 1e-3);
+}
+
+TEST_CASE("DeviceKVCache keeps PagedKVCache's block semantics and zeroes the null block", "[opencl][kv_cache]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  const KVCacheShape shape{2, 2, 8, DType::f32};
+  PagedKVCacheConfig config;
+  config.num_blocks = 4;
+  DeviceKVCache<4> kv(ctx, shape, config);
+  static_assert(KVCachePolicy<DeviceKVCache<4>>);
+  static_assert(std::same_as<DeviceKVCache<4>::memory_space, device_space>);
+  CHECK(kv.stats().num_blocks == 4);
+  CHECK(kv.stats().num_free_blocks == 4);
+  const auto null_keys = kv.read_layer(1, false);
+  CHECK(std::all_of(null_keys.begin(), null_keys.begin() + 4 * 2 * 8 * 4, [](std::byte x) { return x == std::byte{0}; }));
+  CHECK(kv.check_invariants().empty());
+  // The views are device addresses: they resolve, and a host pointer does not.
+  CHECK(opencl::resolve_device_address(kv.layer(1).values).has_value());
+  CHECK_FALSE(opencl::resolve_device_address(null_keys.data()).has_value());
+  CHECK(kv.layer(2).keys == nullptr);
+}
+
+TEST_CASE("OpenCL program binaries are cached on disk and a corrupt file is rebuilt", "[opencl][program_cache]") {
+  if (!opencl_context()) return;
+  const std::filesystem::path dir = std::filesystem::current_path() / "opencl-program-cache-test";
+  std::filesystem::remove_all(dir);
+  auto first = opencl::Context::create(testing::opencl_options(dir));
+  CHECK(first->program_origin() == opencl::ProgramOrigin::built_from_source);
+  REQUIRE(std::filesystem::exists(first->program_cache_file()));
+  auto second = opencl::Context::create(testing::opencl_options(dir));
+  CHECK(second->program_origin() == opencl::ProgramOrigin::loaded_from_cache);
+  {  // flip a byte in the middle of the cached binary
+    std::fstream f(second->program_cache_file(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(std::filesystem::file_size(second->program_cache_file()) / 2));
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(second->program_cache_file()) / 2));
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  auto third = opencl::Context::create(testing::opencl_options(dir));
+  CHECK(third->program_origin() == opencl::ProgramOrigin::built_from_source);
+  auto fourth = opencl::Context::create(testing::opencl_options(dir));
+  CHECK(fourth->program_origin() == opencl::ProgramOrigin::loaded_from_cache);
+  // The rebuilt program works: one kernel through it.
+  opencl::OpenClOps ops(fourth);
+  std::vector<float> x = {1, 2, 3}, y = {10, 20, 30};
+  ops.add(x.data(), y.data(), 3);
+  CHECK(x == std::vector<float>{11, 22, 33});
+}
+
+TEST_CASE("OpenCL device selection errors name the problem", "[opencl][context]") {
+  if (!opencl_context()) return;
+  CHECK_THROWS_WITH(opencl::Context::create(testing::opencl_options("-", 99)),
+                    Catch::Contains("platform 99 does not exist"));
+  CHECK_THROWS_WITH(opencl::Context::create(testing::opencl_options("-", 0, 99)),
+                    Catch::Contains("no device 99"));
+}
