@@ -25,6 +25,11 @@ packages=(
   # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
   # for the Qwen2 split pattern come from ICU rather than tables of our own
   libicu-dev
+  # the OpenCL executor (issue 14): the ICD loader and headers to build
+  # izwi::opencl, PoCL's CPU device so its tests run on hosts without a GPU
+  # (tests label "opencl"), clinfo to see which devices a host offers. The
+  # C++ bindings (opencl-clhpp-headers) are not needed: izwi calls the C API.
+  ocl-icd-opencl-dev pocl-opencl-icd clinfo
   # reference implementations for tests (DESIGN §6)
   python3 python3-numpy python3-onnx
   # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);

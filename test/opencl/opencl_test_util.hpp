@@ -49,12 +49,13 @@ inline std::shared_ptr<opencl::Context> opencl_context() {
   return context;
 }
 
-/// max |a - b| / max(max |b|, floor): the error relative to the output's scale.
+/// max |a - b| / max(max |b|, floor): the error relative to the output's
+/// scale; infinity when the sizes differ or `a` holds a NaN or infinity.
 inline double relative_error(std::span<const float> a, std::span<const float> b, double floor = 1e-30) {
-  REQUIRE(a.size() == b.size());
+  if (a.size() != b.size()) return INFINITY;
   double diff = 0, scale = floor;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(std::isfinite(a[i]));
+    if (!std::isfinite(a[i])) return INFINITY;
     diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
     scale = std::max(scale, std::abs(static_cast<double>(b[i])));
   }
