@@ -204,6 +204,24 @@ TEST_CASE("DeviceKVCache keeps PagedKVCache's block semantics and zeroes the nul
   CHECK(kv.layer(2).keys == nullptr);
 }
 
+TEST_CASE("a KV cache larger than the device can hold is a clear error, not a crash", "[opencl][kv_cache]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  cl_ulong max_alloc = 0;
+  opencl::check(clGetDeviceInfo(ctx->device(), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, nullptr),
+                "clGetDeviceInfo");
+  const KVCacheShape shape{4, 8, 128, DType::f32};
+  PagedKVCacheConfig config;
+  config.byte_budget = static_cast<std::size_t>(max_alloc) * 4 + (std::size_t{1} << 30);
+  config.max_num_blocks = std::size_t{1} << 30;
+  try {
+    DeviceKVCache<16> kv(ctx, shape, config);
+    FAIL("a " << config.byte_budget << "-byte KV cache was allocated on a device whose largest buffer is " << max_alloc);
+  } catch (const opencl::opencl_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("clCreateBuffer"));
+  }
+}
+
 TEST_CASE("OpenCL program binaries are cached on disk and a corrupt file is rebuilt", "[opencl][program_cache]") {
   if (!opencl_context()) return;
   const std::filesystem::path dir = std::filesystem::current_path() / "opencl-program-cache-test";
