@@ -16,6 +16,7 @@
 #include "izwi/executor/opencl.hpp"
 #include "izwi/kv_cache/device.hpp"
 #include "izwi/kv_cache/paged.hpp"
+#include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "models/random_qwen3.hpp"
@@ -33,6 +34,7 @@ using OpenClQwen3Engine = Engine<FcfsScheduler, DeviceKVCache<>, OpenClExecutor<
 // The pairing rules, where the real types meet.
 static_assert(ExecutorFor<OpenClExecutor<Qwen3>, DeviceKVCache<>>);
 static_assert(!ExecutorFor<OpenClExecutor<Qwen3>, PagedKVCache<>>);
+static_assert(ExecutorFor<OpenClExecutor<Qwen3>, UnifiedKVCache<ManualMemoryPressureSource>>);
 static_assert(!ExecutorFor<CpuExecutor<Qwen3>, DeviceKVCache<>>);
 static_assert(HasEosTokens<OpenClExecutor<Qwen3>> && HasDetokenizer<OpenClExecutor<Qwen3>>);
 
@@ -225,6 +227,33 @@ TEST_CASE("OpenCL Qwen3: a prefix-cache hit and a preemption change no token", "
   CHECK(tight.kv_cache().stats().num_used_blocks == 0);
   CHECK(tight.kv_cache().check_invariants().empty());
   CHECK(roomy.kv_cache().stats().num_used_blocks == 0);
+}
+
+TEST_CASE("OpenCL Qwen3 on the unified-memory cache, under memory pressure, matches the CPU", "[opencl][qwen3][unified]") {
+  auto ctx = opencl_context();
+  if (!ctx || !testing::have_qwen3_tokenizer()) return;
+  const std::vector<Request> requests = {greedy(prompt_of(12, 7), 12), greedy(prompt_of(33, 8), 12),
+                                         greedy(prompt_of(20, 9), 12)};
+  auto cpu = make_cpu_engine();
+  std::vector<std::vector<TokenId>> expected;
+  for (const Request& r : requests) expected.push_back(cpu.generate(r).token_ids);
+
+  OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), ctx);
+  UnifiedKVCacheConfig kv_config;
+  kv_config.num_blocks = 64;
+  kv_config.poll_interval = std::chrono::milliseconds(0);
+  ManualMemoryPressureSource pressure;
+  UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config, pressure);
+  Engine unified(FcfsScheduler(), std::move(kv), std::move(executor));
+  // Normal pressure: the three together.
+  CHECK(run_all(unified, requests) == expected);
+  // Warning: cached blocks are evicted and their pages given back; the
+  // kernels then write into pages the OS hands out anew, through the same alias.
+  pressure.set(0.08);
+  CHECK(run_all(unified, requests) == expected);
+  CHECK(unified.kv_cache().stats().evictions > 0);
+  CHECK(unified.kv_cache().stats().num_used_blocks == 0);
+  CHECK(unified.kv_cache().check_invariants().empty());
 }
 
 TEST_CASE("OpenClExecutor refuses a DeviceKVCache of another context", "[opencl][executor]") {

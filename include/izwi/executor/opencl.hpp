@@ -12,11 +12,15 @@
 // the device; weights are uploaded on first use), then the logits of the
 // sampling rows are read back and each sequence samples on the host with the
 // shared Sampler, exactly as CpuExecutor does. execution_space is
-// gpu_execution: it pairs with DeviceKVCache (device_space), and pairing it
-// with a host cache (PagedKVCache) fails to compile (memory_space.hpp).
+// gpu_execution: it pairs with DeviceKVCache (device_space) and with
+// UnifiedKVCache (unified_space: its host storage is wrapped once in a
+// CL_MEM_USE_HOST_PTR buffer, zero copy on devices that share host memory,
+// and keeps its memory-pressure behaviour); pairing it with a host cache
+// (PagedKVCache) fails to compile (memory_space.hpp).
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -66,10 +70,13 @@ class OpenClExecutor {
 
  private:
   void sample(const StepPlan& plan, StepResult& result);
+  template <KVCachePolicy K>
+  void check_cache(K& kv);
 
   Model model_;
   std::shared_ptr<opencl::Context> context_;
   std::unique_ptr<opencl::OpenClOps> ops_;  // owns device scratch; stays put when the executor moves
+  std::unique_ptr<opencl::HostMemoryAlias> unified_kv_;  // a unified_space cache's storage, as a cl_mem
   Sampler sampler_;
   std::vector<TokenId> tokens_;
   std::vector<std::int64_t> positions_;

@@ -16,10 +16,7 @@ template <class Model>
   requires ModelFamilyFor<Model, opencl::OpenClOps>
 template <KVCachePolicy K>
 void OpenClExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result) {
-  if constexpr (requires { kv.context(); }) {
-    if (kv.context() != context_)
-      throw invalid_argument("kv_cache", "OpenClExecutor: the KV cache lives on another OpenCL context");
-  }
+  check_cache(kv);
   tokens_.clear();
   positions_.clear();
   logit_rows_.clear();
@@ -48,6 +45,26 @@ void OpenClExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& res
   context_->finish();
   if (keep_logits_) kept_logits_.assign(logits_.begin(), logits_.end());
   sample(plan, result);
+}
+
+// A DeviceKVCache must be on this context; a unified-memory cache's storage
+// (one allocation, layer 0's keys first, stats().total_bytes long; see
+// kv_cache/detail/kv_storage.hpp) is aliased once, and again if it moved.
+template <class Model>
+  requires ModelFamilyFor<Model, opencl::OpenClOps>
+template <KVCachePolicy K>
+void OpenClExecutor<Model>::check_cache(K& kv) {
+  if constexpr (requires { kv.context(); }) {
+    if (kv.context() != context_)
+      throw invalid_argument("kv_cache", "OpenClExecutor: the KV cache lives on another OpenCL context");
+  } else if constexpr (std::same_as<typename K::memory_space, unified_space>) {
+    std::byte* base = kv.layer(0).keys;
+    const std::size_t bytes = kv.stats().total_bytes;
+    if (!unified_kv_ || unified_kv_->host() != base || unified_kv_->size() != bytes) {
+      unified_kv_.reset();
+      unified_kv_ = std::make_unique<opencl::HostMemoryAlias>(*context_, base, bytes);
+    }
+  }
 }
 
 // The host half of the step, as CpuExecutor's: one draw per sampling sequence.

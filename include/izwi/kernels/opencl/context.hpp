@@ -163,6 +163,29 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+/// A cl_mem over host memory the caller owns (CL_MEM_USE_HOST_PTR: zero copy
+/// where the device shares the host's memory, as PoCL's CPU device and
+/// integrated GPUs do), registered like a device address range so that
+/// pointers into [host, host + bytes) resolve to it. This is how a
+/// unified-memory KV cache (UnifiedKVCache, memory_space = unified_space) is
+/// read and written by OpenCL kernels in place. The memory must outlive the
+/// alias; nothing else may use it while kernels run.
+class HostMemoryAlias {
+ public:
+  HostMemoryAlias(Context& context, void* host, std::size_t bytes);
+  ~HostMemoryAlias();
+  HostMemoryAlias(const HostMemoryAlias&) = delete;
+  HostMemoryAlias& operator=(const HostMemoryAlias&) = delete;
+
+  const void* host() const noexcept { return host_; }
+  std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  cl_mem mem_ = nullptr;
+  void* host_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace izwi::opencl
 
 #include "izwi/kernels/opencl/impl/context.hpp"

@@ -299,6 +299,25 @@ inline void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
 }
 
+inline HostMemoryAlias::HostMemoryAlias(Context& context, void* host, std::size_t bytes) : host_(host), bytes_(bytes) {
+  if (!host || bytes == 0) throw invalid_argument("host", "OpenCL: a host memory alias needs memory");
+  cl_int status = CL_SUCCESS;
+  mem_ = clCreateBuffer(context.context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &status);
+  check(status, "clCreateBuffer(CL_MEM_USE_HOST_PTR, " + std::to_string(bytes) + " bytes)");
+  auto& registry = detail::AddressRegistry::instance();
+  std::lock_guard lock(registry.mutex);
+  registry.ranges[reinterpret_cast<std::uintptr_t>(host_)] = {mem_, bytes_};
+}
+
+inline HostMemoryAlias::~HostMemoryAlias() {
+  auto& registry = detail::AddressRegistry::instance();
+  {
+    std::lock_guard lock(registry.mutex);
+    registry.ranges.erase(reinterpret_cast<std::uintptr_t>(host_));
+  }
+  clReleaseMemObject(mem_);
+}
+
 inline void DeviceBuffer::swap(DeviceBuffer& other) noexcept {
   std::swap(mem_, other.mem_);
   std::swap(address_, other.address_);
