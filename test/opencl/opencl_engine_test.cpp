@@ -256,6 +256,42 @@ TEST_CASE("OpenCL Qwen3 on the unified-memory cache, under memory pressure, matc
   CHECK(unified.kv_cache().check_invariants().empty());
 }
 
+TEST_CASE("a device allocation failure shrinks the step or fails the request, never crashes", "[opencl][qwen3][faults]") {
+  auto ctx = opencl_context();
+  if (!ctx || !testing::have_qwen3_tokenizer()) return;
+  Qwen3 model = Qwen3::load(testing::random_qwen3());
+  const Qwen3Config& c = model.config();
+  // Scratch floats per token of one step (Qwen3::forward's eight buffers).
+  const std::size_t per_token = sizeof(float) * (2u * c.hidden_size + 2u * c.num_heads * c.head_dim +
+                                                 2u * c.num_kv_heads * c.head_dim + 2u * c.intermediate_size);
+  OpenClExecutorConfig config;
+  config.max_scratch_bytes = per_token * 30;  // a step of 30 tokens fits, not more
+  OpenClExecutor<Qwen3> executor(std::move(model), ctx, config);
+  PagedKVCacheConfig kv_config;
+  kv_config.num_blocks = kv_blocks;
+  DeviceKVCache<> kv(ctx, executor.kv_cache_shape(), kv_config);
+  OpenClQwen3Engine engine(FcfsScheduler(), std::move(kv), std::move(executor));
+
+  // Four 20-token prompts in one 80-token step: too much scratch together,
+  // enough for each alone, so the engine's fault isolation serves them all.
+  std::vector<Request> requests;
+  for (std::uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(prompt_of(20, 40 + i), 4));
+  auto cpu = make_cpu_engine();
+  std::vector<std::vector<TokenId>> expected;
+  for (const Request& r : requests) expected.push_back(cpu.generate(r).token_ids);
+  CHECK(run_all(engine, requests) == expected);
+  CHECK(engine.metrics().num_engine_faults > 0);
+
+  // A 50-token prompt does not fit even alone: it fails with the reason; the
+  // engine goes on serving, and no block is left behind.
+  const RequestOutput too_big = engine.generate(greedy(prompt_of(50, 50), 4));
+  CHECK(too_big.finish_reason == FinishReason::error);
+  CHECK_THAT(too_big.error, Catch::Contains("CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+  CHECK(engine.generate(requests[0]).token_ids == expected[0]);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  CHECK(engine.kv_cache().check_invariants().empty());
+}
+
 TEST_CASE("OpenClExecutor refuses a DeviceKVCache of another context", "[opencl][executor]") {
   auto ctx = opencl_context();
   if (!ctx || !testing::have_qwen3_tokenizer()) return;

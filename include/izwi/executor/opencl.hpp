@@ -36,6 +36,14 @@
 
 namespace izwi {
 
+struct OpenClExecutorConfig {
+  /// Cap on the device scratch for activations, in bytes (0: none). A step
+  /// that needs more fails as a device allocation failure does: the engine
+  /// reruns its sequences one by one and fails only those that still do not
+  /// fit, with the reason (CL_MEM_OBJECT_ALLOCATION_FAILURE).
+  std::size_t max_scratch_bytes = 0;
+};
+
 /// Model: a model family whose forward pass runs on OpenClOps.
 template <class Model>
   requires ModelFamilyFor<Model, opencl::OpenClOps>
@@ -46,7 +54,7 @@ class OpenClExecutor {
   using model_type = Model;
 
   /// Runs on `context`'s device; a DeviceKVCache for it must use the same context.
-  OpenClExecutor(Model model, std::shared_ptr<opencl::Context> context);
+  OpenClExecutor(Model model, std::shared_ptr<opencl::Context> context, OpenClExecutorConfig config = {});
 
   KVCacheShape kv_cache_shape() const { return model_.kv_cache_shape(); }
   std::span<const TokenId> eos_token_ids() const { return model_.eos_token_ids(); }

@@ -7,10 +7,12 @@ namespace izwi {
 
 template <class Model>
   requires ModelFamilyFor<Model, opencl::OpenClOps>
-OpenClExecutor<Model>::OpenClExecutor(Model model, std::shared_ptr<opencl::Context> context)
+OpenClExecutor<Model>::OpenClExecutor(Model model, std::shared_ptr<opencl::Context> context,
+                                      OpenClExecutorConfig config)
     : model_(std::move(model)),
-      context_(std::move(context)),
-      ops_(std::make_unique<opencl::OpenClOps>(context_)) {}
+      context_(context ? std::move(context)
+                       : throw invalid_argument("context", "OpenClExecutor needs an OpenCL context")),
+      ops_(std::make_unique<opencl::OpenClOps>(context_, config.max_scratch_bytes)) {}
 
 template <class Model>
   requires ModelFamilyFor<Model, opencl::OpenClOps>

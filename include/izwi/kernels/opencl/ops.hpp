@@ -54,7 +54,11 @@ class OpenClOps {
     return {seq.num_computed_tokens, seq.num_tokens, seq.block_table, first_row};
   }
 
-  explicit OpenClOps(std::shared_ptr<Context> context);
+  /// `max_scratch_bytes`: a cap on the device scratch of buffer() (0: none).
+  /// Past it buffer() throws opencl_error(CL_MEM_OBJECT_ALLOCATION_FAILURE),
+  /// as a device that runs out would; the engine then runs the step's
+  /// sequences one by one and fails only those that still do not fit.
+  explicit OpenClOps(std::shared_ptr<Context> context, std::size_t max_scratch_bytes = 0);
 
   Context& context() const noexcept { return *context_; }
 
@@ -100,7 +104,6 @@ class OpenClOps {
     cl_ulong offset = 0;
     float* host_out = nullptr;
     std::size_t floats = 0;
-    const DeviceBuffer* staging = nullptr;
   };
   enum class Direction { in, out, in_out };
   Bound bind(const float* p, std::size_t floats, Direction direction);
@@ -115,6 +118,7 @@ class OpenClOps {
 
   std::shared_ptr<Context> context_;
   std::vector<DeviceBuffer> scratch_;
+  std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;
   std::size_t staging_used_ = 0;
   struct StepUpload {

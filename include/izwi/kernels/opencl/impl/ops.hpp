@@ -13,14 +13,33 @@ namespace detail {
 inline std::size_t round_up(std::size_t n, std::size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 }  // namespace detail
 
-inline OpenClOps::OpenClOps(std::shared_ptr<Context> context) : context_(std::move(context)) {
+inline OpenClOps::OpenClOps(std::shared_ptr<Context> context, std::size_t max_scratch_bytes)
+    : context_(std::move(context)), max_scratch_bytes_(max_scratch_bytes) {
   if (!context_) throw invalid_argument("context", "OpenClOps needs an OpenCL context");
 }
 
 inline float* OpenClOps::buffer(std::size_t slot, std::size_t floats) {
   if (scratch_.size() <= slot) scratch_.resize(slot + 1);
-  if (scratch_[slot].size() < floats * sizeof(float))
-    scratch_[slot] = DeviceBuffer(*context_, std::max<std::size_t>(floats, 1) * sizeof(float));
+  const std::size_t bytes = std::max<std::size_t>(floats, 1) * sizeof(float);
+  if (scratch_[slot].size() < bytes) {
+    const std::size_t total = scratch_bytes_ - scratch_[slot].size() + bytes;
+    try {
+      if (max_scratch_bytes_ && total > max_scratch_bytes_)
+        throw opencl_error("device scratch of " + std::to_string(total) + " bytes (the executor's limit is " +
+                               std::to_string(max_scratch_bytes_) + ")",
+                           CL_MEM_OBJECT_ALLOCATION_FAILURE);
+      scratch_[slot] = DeviceBuffer();  // give the old one back first
+      scratch_[slot] = DeviceBuffer(*context_, bytes);
+      scratch_bytes_ = total;
+    } catch (const opencl_error&) {
+      // The step is abandoned: give every scratch buffer back, so that a
+      // smaller step (the engine retries sequence by sequence) starts afresh
+      // instead of under buffers sized for the one that failed.
+      scratch_.clear();
+      scratch_bytes_ = 0;
+      throw;
+    }
+  }
   return scratch_[slot].address<float>();
 }
 
