@@ -73,7 +73,9 @@ struct ContextOptions {
 enum class ProgramOrigin { built_from_source, loaded_from_cache };
 
 /// One device, its context, one in-order queue and the built kernel program.
-/// Shared (shared_ptr) by the executor, its ops and every DeviceKVCache on it.
+/// Shared (shared_ptr) by the executor, its ops and every DeviceKVCache on it;
+/// immutable after create(), so several threads may share it (OpenCL queues
+/// are thread-safe; kernel objects are per OpenClOps).
 class Context {
  public:
   /// Picks the device, builds (or loads) izwi's kernels. Throws
@@ -97,9 +99,6 @@ class Context {
   /// The cache file of this device's program ("" when caching is off).
   const std::filesystem::path& program_cache_file() const noexcept { return cache_file_; }
 
-  /// The kernel `name` of the program, created once per context.
-  cl_kernel kernel(const char* name);
-
   /// Waits for every enqueued command.
   void finish() const { check(clFinish(queue_), "clFinish"); }
 
@@ -112,7 +111,6 @@ class Context {
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   cl_program program_ = nullptr;
-  std::map<std::string, cl_kernel, std::less<>> kernels_;
   std::string description_;
   ProgramOrigin program_origin_ = ProgramOrigin::built_from_source;
   std::filesystem::path cache_file_;

@@ -16,6 +16,9 @@
 // and another allocated at its address is uploaded anew); forget_weights()
 // drops the copies.
 //
+// Threads: one OpenClOps is used by one thread at a time (the engine's step
+// loop); several may share a Context, whose queue OpenCL makes thread-safe.
+//
 // Per-step index arrays (token ids, positions, slots, block tables) are
 // uploaded once per step between begin_step() and end_step() (the model
 // passes the same spans to every layer); outside a step they are uploaded on
@@ -24,7 +27,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -59,6 +64,9 @@ class OpenClOps {
   /// as a device that runs out would; the engine then runs the step's
   /// sequences one by one and fails only those that still do not fit.
   explicit OpenClOps(std::shared_ptr<Context> context, std::size_t max_scratch_bytes = 0);
+  ~OpenClOps();
+  OpenClOps(const OpenClOps&) = delete;
+  OpenClOps& operator=(const OpenClOps&) = delete;
 
   Context& context() const noexcept { return *context_; }
 
@@ -113,10 +121,14 @@ class OpenClOps {
   cl_mem weight_buffer(const void* data, std::size_t bytes);
   cl_mem bind_view(const std::byte* address, cl_ulong& offset, const char* which);
   void launch(const char* kernel, std::size_t global0, std::size_t global1);
+  cl_kernel kernel(const char* name);
   template <class... Args>
   void set_args(const char* kernel, const Args&... args);
 
   std::shared_ptr<Context> context_;
+  // Kernel objects of this ops' own: their arguments are set per call, so two
+  // executors on one context (two engines, two threads) must not share them.
+  std::map<std::string, cl_kernel, std::less<>> kernels_;
   std::vector<DeviceBuffer> scratch_;
   std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;

@@ -126,6 +126,7 @@ STORE_KV(store_kv_bf16, STORE_BF16)
                      ulong values_off, uint heads, uint kv_heads, uint head_dim, uint block_size,      \
                      float scale, __global float* out, ulong out_off) {                                \
     const uint r = get_global_id(0), h = get_global_id(1);                                             \
+    if (row_seq[r] < 0) return; /* a row of no sequence */                                             \
     __global const int* info = seq_info + 5 * row_seq[r];                                              \
     const uint num_computed = (uint)info[0], first_row = (uint)info[1];                                \
     __global const uint* table = tables + info[2];                                                     \

@@ -238,17 +238,7 @@ inline void Context::build_program(const std::filesystem::path& cache_dir) {
     detail::write_program_cache(cache_file_, binary);
 }
 
-inline cl_kernel Context::kernel(const char* name) {
-  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  cl_int status = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(program_, name, &status);
-  check(status, std::string("clCreateKernel(") + name + ")");
-  kernels_.emplace(name, k);
-  return k;
-}
-
 inline Context::~Context() {
-  for (auto& [name, k] : kernels_) clReleaseKernel(k);
   if (program_) clReleaseProgram(program_);
   if (queue_) clReleaseCommandQueue(queue_);
   if (context_) clReleaseContext(context_);

@@ -124,9 +124,22 @@ inline cl_mem OpenClOps::bind_view(const std::byte* address, cl_ulong& offset, c
   return loc->buffer;
 }
 
+inline cl_kernel OpenClOps::kernel(const char* name) {
+  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  cl_int status = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(context_->program(), name, &status);
+  check(status, std::string("clCreateKernel(") + name + ")");
+  kernels_.emplace(name, k);
+  return k;
+}
+
+inline OpenClOps::~OpenClOps() {
+  for (auto& [name, k] : kernels_) clReleaseKernel(k);
+}
+
 template <class... Args>
 void OpenClOps::set_args(const char* name, const Args&... args) {
-  cl_kernel k = context_->kernel(name);
+  cl_kernel k = kernel(name);
   cl_uint index = 0;
   ((check(clSetKernelArg(k, index++, sizeof(Args), &args), std::string("clSetKernelArg of ") + name)), ...);
 }
@@ -134,7 +147,7 @@ void OpenClOps::set_args(const char* name, const Args&... args) {
 inline void OpenClOps::launch(const char* name, std::size_t global0, std::size_t global1) {
   if (global0 == 0 || global1 == 0) return;
   const std::size_t global[2] = {global0, global1};
-  check(clEnqueueNDRangeKernel(context_->queue(), context_->kernel(name), 2, nullptr, global, nullptr, 0, nullptr,
+  check(clEnqueueNDRangeKernel(context_->queue(), kernel(name), 2, nullptr, global, nullptr, 0, nullptr,
                                nullptr),
         std::string("clEnqueueNDRangeKernel(") + name + ")");
 }
@@ -166,12 +179,12 @@ inline void OpenClOps::embed(const weight_type& table, std::span<const TokenId> 
                                           std::to_string(table.rows) + " rows)");
   if (tokens.empty()) return;
   std::string name;
-  const char* kernel = detail::weight_kernel("embed", table.dtype, name);
+  const char* kernel_name = detail::weight_kernel("embed", table.dtype, name);
   const cl_mem w = weight_buffer(table.data, table.rows * table.row_bytes());
   const cl_mem ids = upload_indices(tokens.data(), tokens.size_bytes());
   const Bound o = bind(out, tokens.size() * table.cols, Direction::out);
-  set_args(kernel, w, cl_ulong{table.row_bytes()}, static_cast<cl_uint>(table.cols), ids, o.mem, o.offset);
-  launch(kernel, detail::round_up(table.cols, 64), tokens.size());
+  set_args(kernel_name, w, cl_ulong{table.row_bytes()}, static_cast<cl_uint>(table.cols), ids, o.mem, o.offset);
+  launch(kernel_name, detail::round_up(table.cols, 64), tokens.size());
   finish(o);
 }
 
@@ -179,13 +192,13 @@ inline void OpenClOps::matmul(const float* x, std::size_t m, const weight_type& 
   staging_used_ = 0;
   if (m == 0) return;
   std::string name;
-  const char* kernel = detail::weight_kernel("matmul", w.dtype, name);
+  const char* kernel_name = detail::weight_kernel("matmul", w.dtype, name);
   const cl_mem wb = weight_buffer(w.data, w.rows * w.row_bytes());
   const Bound in = bind(x, m * w.cols, Direction::in);
   const Bound out = bind(y, m * w.rows, Direction::out);
-  set_args(kernel, in.mem, in.offset, static_cast<cl_uint>(w.cols), wb, cl_ulong{w.row_bytes()},
+  set_args(kernel_name, in.mem, in.offset, static_cast<cl_uint>(w.cols), wb, cl_ulong{w.row_bytes()},
            static_cast<cl_uint>(w.rows), out.mem, out.offset);
-  launch(kernel, detail::round_up(w.rows, 64), m);
+  launch(kernel_name, detail::round_up(w.rows, 64), m);
   finish(out);
 }
 
@@ -254,7 +267,7 @@ inline void OpenClOps::store_kv(const KVLayerView& view, DType dtype, const floa
   staging_used_ = 0;
   if (slots.empty()) return;
   std::string name;
-  const char* kernel = detail::cache_kernel("store_kv", dtype, name);
+  const char* kernel_name = detail::cache_kernel("store_kv", dtype, name);
   const std::size_t row = kv_heads * head_dim;
   cl_ulong keys_off = 0, values_off = 0;
   const cl_mem keys = bind_view(view.keys, keys_off, "keys");
@@ -262,9 +275,9 @@ inline void OpenClOps::store_kv(const KVLayerView& view, DType dtype, const floa
   const cl_mem slot_ids = upload_indices(slots.data(), slots.size_bytes());
   const Bound kb = bind(k, slots.size() * row, Direction::in);
   const Bound vb = bind(v, slots.size() * row, Direction::in);
-  set_args(kernel, kb.mem, kb.offset, vb.mem, vb.offset, slot_ids, static_cast<cl_uint>(row), keys, keys_off, values,
+  set_args(kernel_name, kb.mem, kb.offset, vb.mem, vb.offset, slot_ids, static_cast<cl_uint>(row), keys, keys_off, values,
            values_off);
-  launch(kernel, slots.size(), row);
+  launch(kernel_name, slots.size(), row);
 }
 
 inline void OpenClOps::attention(const float* q, std::span<const attention_sequence> sequences,
@@ -277,14 +290,14 @@ inline void OpenClOps::attention(const float* q, std::span<const attention_seque
   if (kv_heads == 0 || heads % kv_heads != 0)
     throw invalid_argument("num_kv_heads", "OpenCL attention: heads must be a multiple of kv heads");
   std::string name;
-  const char* kernel = detail::cache_kernel("attention", dtype, name);
+  const char* kernel_name = detail::cache_kernel("attention", dtype, name);
   std::size_t rows = 0;
   for (const attention_sequence& s : sequences) rows = std::max(rows, s.first_row + s.num_tokens);
   if (rows == 0) return;
   const bool reuse = in_step_ && attention_key_.sequences == sequences.data() &&
                      attention_key_.count == sequences.size();
   if (!reuse) {
-    row_seq_host_.assign(rows, 0);
+    row_seq_host_.assign(rows, -1);
     seq_info_host_.clear();
     tables_host_.clear();
     for (std::size_t i = 0; i < sequences.size(); ++i) {
@@ -311,10 +324,10 @@ inline void OpenClOps::attention(const float* q, std::span<const attention_seque
   const Bound qb = bind(q, rows * heads * head_dim, Direction::in);
   const Bound ob = bind(out, rows * heads * head_dim, Direction::out);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  set_args(kernel, qb.mem, qb.offset, row_seq_, seq_info_, tables_, keys, keys_off, values,
+  set_args(kernel_name, qb.mem, qb.offset, row_seq_, seq_info_, tables_, keys, keys_off, values,
            values_off, static_cast<cl_uint>(heads), static_cast<cl_uint>(kv_heads),
            static_cast<cl_uint>(head_dim), static_cast<cl_uint>(block_size), scale, ob.mem, ob.offset);
-  launch(kernel, rows, heads);
+  launch(kernel_name, rows, heads);
   finish(ob);
 }
 
