@@ -436,7 +436,7 @@ TEST_CASE("crafted files: bad hyper-parameters are refused in both formats", "[s
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("crafted files: a tokenizer larger than the embedding table is refused; the registry stays up",
+TEST_CASE("crafted files: a tokenizer larger than the embedding table is refused, the registry stays up",
           "[server][loader][crafted]") {
   if (!testing::have_qwen3_tokenizer()) return;
   const auto dir = small_qwen3("vocab");
