@@ -259,6 +259,9 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   options.translate = translation;
   options.temperature = parsed.temperature;
   options.multilingual = model->special_tokens().multilingual;
+  // The fallback's sampled decodes are seeded: the same upload gives the
+  // same text (openai-whisper's are as reproducible as torch's RNG state).
+  options.seed = 0;
   if (const std::string_view prompt = openai::detail::trimmed(parsed.prompt); !prompt.empty())
     options.initial_prompt = model->tokenizer()->encode(" " + std::string(prompt));  // as openai-whisper
   std::vector<audio::AudioChunk> regions;
