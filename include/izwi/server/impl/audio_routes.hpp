@@ -99,6 +99,7 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       it = ended ? streams_.erase(it) : std::next(it);
     }
     if (!p_.transcriber->failed()) submit_jobs();
+    if (finished_) return;  // a submit was refused: answered already
     if (p_.transcriber->failed()) return fail();
     if (p_.streaming) send_deltas();
     if (p_.transcriber->done()) finish();

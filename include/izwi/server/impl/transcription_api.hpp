@@ -285,10 +285,18 @@ inline std::string subtitles(const asr::Transcription& result, bool vtt) {
   std::string out = vtt ? "WEBVTT\n\n" : "";
   std::size_t index = 0;
   for (const asr::Segment& s : result.segments) {
-    std::string text(trimmed(s.text));
-    if (text.empty()) continue;
-    // "-->" inside a cue would end its timing line's meaning.
-    for (std::size_t at; (at = text.find("-->")) != std::string::npos;) text.replace(at, 3, "->");
+    const std::string_view spoken = trimmed(s.text);
+    if (spoken.empty()) continue;
+    // "-->" inside a cue would read as a timing line: written "->".
+    std::string text;
+    for (std::size_t i = 0; i < spoken.size(); ++i) {
+      if (spoken.compare(i, 3, "-->") == 0) {
+        text += "->";
+        i += 2;
+      } else {
+        text += spoken[i];
+      }
+    }
     text = sanitize_utf8(text);
     if (!vtt) out += std::to_string(++index) + "\n";
     const char marker = vtt ? '.' : ',';
