@@ -321,6 +321,23 @@ TEST_CASE("Transcriber: VAD regions decode at once and are stitched in audio ord
   CHECK(r.duration == 90.0);
 }
 
+TEST_CASE("Transcriber: segment times past the audio are clamped to its end", "[asr]") {
+  FakeEngine fake;
+  fake.decode = [](const asr::WindowJob&) -> Decoded { return {{ts(1), word(" hello"), ts(12), ts(12), word(" world"), ts(20)}}; };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(5), options);
+  fake.run(t);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 2);
+  CHECK(r.segments[0].start == 1.0);
+  CHECK(r.segments[0].end == 5.0);
+  CHECK(r.segments[1].start == 5.0);  // then zero-length: its text is dropped
+  CHECK(r.segments[1].end == 5.0);
+  CHECK(r.segments[1].text.empty());
+  CHECK(r.text == "hello");
+}
+
 TEST_CASE("Transcriber: an aborted window fails the transcription", "[asr]") {
   asr::TranscriptionOptions options;
   options.language = "en";

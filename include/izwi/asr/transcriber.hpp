@@ -36,13 +36,14 @@
 //     temperature 0.5.
 //   * Language detection (no language given, multilingual model): the probe
 //     of the first region's first window decides it for the whole file.
-//     English-only models are not probed (no-speech probability 0).
+//     English-only models are probed for the no-speech probability only.
 //
 // Differences from openai-whisper, on purpose: the no-speech probability
 // comes from the probe (a decoder prompt without the previous text); a
 // window whose timestamps would not move `seek` advances by the whole
 // window (random-weight models produce such windows; the reference would
-// loop); each window's log-mel is computed from its own samples.
+// loop); segment times past the window's audio are clamped to its end; each
+// window's log-mel is computed from its own samples.
 
 #include <cstddef>
 #include <cstdint>
@@ -85,8 +86,12 @@ struct TranscriptionOptions {
   std::uint32_t max_tokens_per_window = 224;
   /// Seed of the sampled (temperature > 0) decodes; unset: the engine draws.
   std::optional<std::uint64_t> seed;
-  /// Whether the model has language tokens (probes run only then).
+  /// Whether the model has language tokens (languages are detected only then).
   bool multilingual = true;
+  /// Probe every window before decoding it (its no-speech probability; the
+  /// first one's language). false: no-speech probability 0, and a language
+  /// must be given (or the model be English-only).
+  bool probe_windows = true;
 
   /// The temperatures tried, in order.
   std::vector<float> temperatures() const;

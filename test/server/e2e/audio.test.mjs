@@ -12,7 +12,9 @@ import http from "node:http";
 import path from "node:path";
 import {setTimeout as sleep} from "node:timers/promises";
 
-import {HOST, MODEL_ID, checkErrorEnvelope, parseSse, request, startServer, waitForIdleEngine} from "./harness.mjs";
+import {
+  HOST, MODEL_ID, checkErrorEnvelope, getMetrics, metricValue, parseSse, request, startServer, waitForIdleEngine,
+} from "./harness.mjs";
 
 const WHISPER_DIR = process.env.IZWI_E2E_WHISPER;
 const FIXTURES = process.env.IZWI_FIXTURES_DIR;
@@ -212,22 +214,32 @@ describe("errors", () => {
 
 describe("a client that hangs up", () => {
   test("aborts its windows: every KV block returns", async () => {
+    const count = async (reason) =>
+      metricValue((await getMetrics(server)).metrics, "izwi:request_success_total", {finished_reason: reason}) ?? 0;
+    const abortedBefore = await count("abort");
+    const finishedBefore = await count("length") + await count("stop");
     const {body, contentType} = form([["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID],
                                       ["stream", "true"]]);
     await new Promise((resolve) => {
       const req = http.request({host: HOST, port: server.port, method: "POST", path: "/v1/audio/transcriptions",
                                 headers: {"content-type": contentType, "content-length": body.length}});
       req.on("error", () => resolve());
-      req.on("response", (res) => {
+      req.on("response", async (res) => {
         res.on("error", () => resolve());
-        // The head is out once the windows run: hang up then.
-        setTimeout(() => { req.destroy(); resolve(); }, 300);
+        res.resume();
+        // Hang up once the first window's probe is done: its decode (up to
+        // 224 tokens) is then in the engine.
+        const deadline = Date.now() + 60000;
+        while (await count("length") + await count("stop") === finishedBefore && Date.now() < deadline) await sleep(20);
+        req.destroy();
+        resolve();
       });
       req.end(body);
     });
     await sleep(100);
     const idle = await waitForIdleEngine(server, {timeoutMs: 60000});
     assert.ok(idle.ok, `engine not idle after the hang-up: ${JSON.stringify({used: idle.used, running: idle.running, waiting: idle.waiting})}`);
+    assert.ok(await count("abort") > abortedBefore, "the hang-up aborted the window the engine was decoding");
     const r = await upload([]);
     assert.equal(r.status, 200, "the next transcription is served");
   });

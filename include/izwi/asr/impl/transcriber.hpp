@@ -85,6 +85,8 @@ inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
     throw invalid_argument("language", "unknown language '" + *options_.language +
                                            "'; valid codes: " + special.language_list());
   if (options_.language || !options_.multilingual) language_ = options_.language.value_or("en");
+  if (!language_ && !options_.probe_windows)
+    throw invalid_argument("language", "a language must be given when windows are not probed");
   temperatures_ = options_.temperatures();
   if (regions.empty()) regions.push_back({0, samples_->size()});
   for (const audio::AudioChunk& c : regions) {
@@ -119,7 +121,7 @@ inline void Transcriber::fail(std::string why, FinishReason reason) {
   ready_.clear();
 }
 
-// A new window at the region's seek: probe it first (multilingual models),
+// A new window at the region's seek: probe it first (probe_windows),
 // or decode at once.
 inline void Transcriber::start_window(Region& region) {
   if (failed()) return;
@@ -129,7 +131,7 @@ inline void Transcriber::start_window(Region& region) {
   }
   region.temperature_index = 0;
   region.no_speech_prob = 0;
-  if (!options_.multilingual) {
+  if (!options_.probe_windows) {
     submit_decode(region);
     return;
   }
@@ -271,11 +273,14 @@ inline void Transcriber::accept_window(Region& region, PendingJob& job, double a
   }
   const std::vector<TokenId>& tokens = job.tokens;
   auto is_ts = [&](std::size_t i) { return special.is_timestamp(tokens[i]); };
+  // Timestamps past the window's audio (a model may write up to 30 s into a
+  // short last window) are clamped to its end: times outside the file mean nothing.
+  const double window_end = time_offset + static_cast<double>(window_frames) / 100.0;
   auto make_segment = [&](std::size_t from, std::size_t to, double start, double end) {
     Segment s;
     s.seek = region.begin / samples_per_frame + seek_before;
-    s.start = start;
-    s.end = end;
+    s.start = std::min(start, window_end);
+    s.end = std::min(end, window_end);
     s.tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.begin() + static_cast<std::ptrdiff_t>(to));
     s.text = tokenizer_->decode(s.tokens);
     s.temperature = job.job.temperature;

@@ -8,22 +8,12 @@
 
 #include "izwi/asr/transcriber.hpp"
 #include "izwi/core/request.hpp"
-#include "izwi/models/whisper.hpp"
-#if __has_include("izwi/models/whisper_request.hpp")  // TEMPORARY until the engine lands in main
 #include "izwi/models/whisper_request.hpp"
-#define IZWI_HAVE_WHISPER_REQUEST 1
-#else
-#include "izwi/core/error.hpp"
-#endif
 
 namespace izwi::server::detail {
 
 inline Request whisper_window_request(const Whisper& model, const asr::WindowJob& job,
                                       const std::vector<float>& samples, Task task) {
-#if !defined(IZWI_HAVE_WHISPER_REQUEST)
-  (void)model, (void)job, (void)samples, (void)task;
-  throw invalid_argument("model", "Whisper engine not in this build");
-#else
   const std::span<const float> window(samples.data() + job.begin, job.end - job.begin);
   if (job.kind == asr::WindowJob::Kind::language_probe) {
     Request probe = make_whisper_language_probe(model, window);
@@ -34,16 +24,18 @@ inline Request whisper_window_request(const Whisper& model, const asr::WindowJob
   prompt.language = job.language;
   prompt.translate = job.translate;
   prompt.timestamps = true;
-  prompt.previous_tokens = job.previous_tokens;
-  SamplingParams sampling;
-  sampling.temperature = job.temperature;
+  // make_whisper_request takes text tokens only; openai-whisper's prompt
+  // also carries the previous segments' timestamp tokens, dropped here.
+  const TokenId eot = model.special_tokens().eot;
+  for (const TokenId t : job.previous_tokens)
+    if (t < eot) prompt.previous_tokens.push_back(t);
+  SamplingParams sampling = whisper_sampling(job.temperature);  // each token's logprob: the fallback test
   sampling.max_tokens = job.max_tokens;
-  sampling.logprobs = 0;  // each token's: the average log-probability of the fallback test
+  sampling.logprobs = 0;
   sampling.seed = job.seed;
   Request request = make_whisper_request(model, window, prompt, sampling);
   request.task = task;
   return request;
-#endif
 }
 
 }  // namespace izwi::server::detail

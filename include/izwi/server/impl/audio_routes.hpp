@@ -10,7 +10,10 @@
 // /v1/audio/speech answers which model is missing until a TTS family is served.
 // Part of the Server bodies; included by impl/server.hpp.
 
+#include <chrono>
 #include <map>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include "izwi/audio/decode.hpp"
 #include "izwi/server/detail/whisper_jobs.hpp"
@@ -59,8 +62,12 @@ struct PreparedTranscription {
 class TranscriptionJob final : public http::PendingResponse, public std::enable_shared_from_this<TranscriptionJob> {
  public:
   TranscriptionJob(std::shared_ptr<http::Session> session, PreparedTranscription prepared,
-                   std::function<bool()> server_draining)
-      : session_(std::move(session)), p_(std::move(prepared)), server_draining_(std::move(server_draining)) {}
+                   std::function<bool()> server_draining, boost::asio::thread_pool::executor_type work)
+      : session_(std::move(session)),
+        p_(std::move(prepared)),
+        server_draining_(std::move(server_draining)),
+        work_(std::move(work)),
+        keep_alive_(session_->get_executor()) {}
 
   /// On the strand: attaches, starts the event stream, submits the first jobs.
   void start() {
@@ -72,16 +79,37 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       head.set(bhttp::field::cache_control, "no-cache");
       head.set("X-Accel-Buffering", "no");
       session_->begin_stream(head);
+      arm_keep_alive();
     }
     step();
   }
 
   void cancel() noexcept override {
     cancelled_ = true;
+    keep_alive_.cancel();
     streams_.clear();  // closing an unfinished stream aborts its request; its KV blocks return
+    // Streams still on their way are dropped when they arrive (attach_stream).
   }
 
  private:
+  /// Streaming: text comes once per window, seconds apart. A client that
+  /// hangs up meanwhile is only noticed when something is written (its reset
+  /// answers the write), so a comment goes out each half second nothing else
+  /// did: the windows of a departed client are aborted within about that.
+  void arm_keep_alive() {
+    keep_alive_.expires_after(std::chrono::milliseconds(500));
+    keep_alive_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      self->session_->run_guarded([&] {
+        if (self->cancelled_ || self->finished_ || self->session_->closed()) return;
+        if (!self->wrote_since_keep_alive_) self->session_->stream_write(sse::keep_alive);
+        self->wrote_since_keep_alive_ = false;
+        self->arm_keep_alive();
+      });
+    });
+  }
+
   /// Reads every stream, feeds the transcriber, submits what it asks next,
   /// sends what became final; answers once it is done.
   void step() {
@@ -98,35 +126,58 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       }
       it = ended ? streams_.erase(it) : std::next(it);
     }
-    if (!p_.transcriber->failed()) submit_jobs();
-    if (finished_) return;  // a submit was refused: answered already
     if (p_.transcriber->failed()) return fail();
+    submit_jobs();
     if (p_.streaming) send_deltas();
     if (p_.transcriber->done()) finish();
   }
 
+  /// Hands each new window job to a work thread, which builds its request
+  /// (the window's log-mel is computed there, never on an I/O thread) and
+  /// submits it; the stream comes back to the strand (attach_stream).
   void submit_jobs() {
+    for (asr::WindowJob& job : p_.transcriber->take_jobs()) {
+      ++submitting_;
+      // The work thread touches only what never changes: the engine, the model, the samples.
+      boost::asio::post(work_, [self = shared_from_this(), engine = p_.engine, model = p_.model,
+                                samples = p_.transcriber->samples(), draining = server_draining_,
+                                request_id = session_->exchange().request_id,
+                                task = p_.translation ? Task::translation : Task::asr, job = std::move(job)] {
+        std::optional<ResponseStream> stream;
+        std::optional<ApiError> refused;
+        try {
+          stream = submit_or_explain(*engine, whisper_window_request(*model, job, *samples, task), draining());
+        } catch (const ApiError& error) {
+          refused = error;
+        } catch (const izwi::invalid_argument& error) {
+          refused = openai::bad_request_from(error);
+        } catch (const std::exception& error) {
+          log_line("izwi-server: request " + request_id + ": a window could not be submitted: " + error.what());
+          refused = ApiError::internal();
+        }
+        boost::asio::post(self->session_->get_executor(),
+                          [self, id = job.id, stream = std::move(stream), refused = std::move(refused)]() mutable {
+                            self->session_->run_guarded([&] { self->attach_stream(id, std::move(stream), refused); });
+                          });
+      });
+    }
+  }
+
+  /// On the strand: a submitted window's stream, or why it was refused.
+  void attach_stream(std::uint64_t id, std::optional<ResponseStream> stream, const std::optional<ApiError>& refused) {
+    --submitting_;
+    // Cancelled or answered meanwhile: the stream dies here, which aborts its request.
+    if (cancelled_ || finished_ || session_->closed()) return;
+    if (refused) return fail(*refused);
     auto executor = session_->get_executor();
     std::weak_ptr<TranscriptionJob> weak = weak_from_this();
-    const Task task = p_.translation ? Task::translation : Task::asr;
-    for (const asr::WindowJob& job : p_.transcriber->take_jobs()) {
-      ResponseStream stream;
-      try {
-        stream = submit_or_explain(*p_.engine, whisper_window_request(*p_.model, job, *p_.transcriber->samples(), task),
-                                   server_draining_());
-      } catch (const ApiError& error) {
-        return fail(error);
-      } catch (const izwi::invalid_argument& error) {
-        return fail(openai::bad_request_from(error));
-      }
-      stream.on_ready([weak, executor] {
-        // The engine's thread: only wake the strand, once per batch of chunks.
-        auto self = weak.lock();
-        if (!self || self->wake_posted_.exchange(true, std::memory_order_acq_rel)) return;
-        boost::asio::post(executor, [self] { self->session_->run_guarded([&] { self->step(); }); });
-      });
-      streams_.emplace(job.id, std::move(stream));
-    }
+    stream->on_ready([weak, executor] {
+      // The engine's thread: only wake the strand, once per batch of chunks.
+      auto self = weak.lock();
+      if (!self || self->wake_posted_.exchange(true, std::memory_order_acq_rel)) return;
+      boost::asio::post(executor, [self] { self->session_->run_guarded([&] { self->step(); }); });
+    });
+    streams_.emplace(id, std::move(*stream));
   }
 
   boost::json::array logprobs_json(std::span<const asr::TokenLogprob> tokens) const {
@@ -144,11 +195,15 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       sse::append_data(out, boost::json::serialize(
                                 openai::transcript_delta_event(delta->text, p_.logprobs ? &lps : nullptr)));
     }
-    if (!out.empty()) session_->stream_write(out);
+    if (!out.empty()) {
+      session_->stream_write(out);
+      wrote_since_keep_alive_ = true;
+    }
   }
 
   void finish() {
     finished_ = true;
+    keep_alive_.cancel();
     const asr::Transcription result = p_.transcriber->result();
     std::optional<boost::json::array> lps;
     if (p_.logprobs) {
@@ -171,6 +226,7 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
   /// The transcriber failed (an engine abort or error), or a submit was refused.
   void fail(std::optional<ApiError> refused = std::nullopt) {
     finished_ = true;
+    keep_alive_.cancel();
     streams_.clear();
     ApiError error = refused ? *refused : ApiError::internal();
     if (!refused) {
@@ -193,7 +249,11 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
   std::shared_ptr<http::Session> session_;
   PreparedTranscription p_;
   std::function<bool()> server_draining_;
+  boost::asio::thread_pool::executor_type work_;     // builds and submits window requests
   std::map<std::uint64_t, ResponseStream> streams_;  // job id -> its engine stream
+  std::size_t submitting_ = 0;                       // jobs on a work thread, stream not back yet
+  boost::asio::steady_timer keep_alive_;             // streaming: ": ping" while no text goes out
+  bool wrote_since_keep_alive_ = false;
   bool finished_ = false;
   bool cancelled_ = false;
   std::atomic<bool> wake_posted_{false};
@@ -316,7 +376,7 @@ inline void Server::transcribe(HandlerContext& ctx, Task task) {
           return;
         }
         auto job = std::make_shared<detail::TranscriptionJob>(session, std::move(*prepared),
-                                                              [this] { return draining(); });
+                                                              [this] { return draining(); }, work_executor());
         job->start();  // a client already gone cancels it at once
       });
     });

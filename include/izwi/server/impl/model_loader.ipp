@@ -12,17 +12,15 @@
 #include "izwi/executor/cpu.hpp"
 #include "izwi/io/ggml_whisper.hpp"
 #include "izwi/io/gguf.hpp"
+#include "izwi/io/json.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "izwi/stock_engines.hpp"
-#if __has_include("izwi/executor/whisper_cpu.hpp")  // TEMPORARY until the Whisper engine lands in main
 #include "izwi/executor/whisper_cpu.hpp"
 #include "izwi/models/whisper.hpp"
-#define IZWI_SERVE_WHISPER 1
-#endif
 
 namespace izwi::server {
 
@@ -52,7 +50,12 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
     const auto config_json = path / "config.json";
     if (!std::filesystem::is_regular_file(config_json))
       throw invalid_argument("model", path.string() + " has no config.json (expected a Hugging Face model directory)");
-    kind.architecture = io::read_transformer_config(config_json).model_type;
+    // Whisper's config.json has no hidden_size: read model_type alone first.
+    const io::JsonValue config = io::read_json_file(config_json);
+    const io::JsonValue* model_type = io::json_find(config, "model_type");
+    if (model_type)
+      if (const auto name = io::json_string(*model_type)) kind.architecture = std::string(*name);
+    if (kind.architecture != "whisper") kind.architecture = io::read_transformer_config(config_json).model_type;
     std::ifstream in(config_json);
     std::stringstream text;
     text << in.rdbuf();
@@ -129,7 +132,6 @@ std::unique_ptr<AnyEngine> make_served_engine(SchedulingPolicy policy, CpuExecut
 /// work is scheduled in), whatever the settings say for text models.
 inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, const std::filesystem::path& path,
                                                      const CpuLoaderSettings& settings, bool untrained) {
-#if defined(IZWI_SERVE_WHISPER)
   WhisperLoadOptions load;
   load.kv_cache_dtype = DType::f16;
   Whisper model = Whisper::load(path, load);
@@ -163,10 +165,6 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
                                                    std::move(executor), engine_config);
   info.max_model_len = engine->max_model_len();
   return std::make_unique<EngineModel<WhisperCpuEngine>>(std::move(engine), std::move(info));
-#else
-  (void)id, (void)settings, (void)untrained;
-  throw invalid_argument("model", path.string() + ": Whisper is not served by this build");
-#endif
 }
 
 }  // namespace detail
