@@ -262,8 +262,9 @@ inline boost::json::object verbose_transcription_json(const asr::Transcription& 
     boost::json::object o;
     o["id"] = s.id;
     o["seek"] = s.seek;
-    o["start"] = s.start;
-    o["end"] = s.end;
+    // Milliseconds: offsets plus 0.02-s steps carry binary noise (24.720000000000002).
+    o["start"] = std::round(s.start * 1000.0) / 1000.0;
+    o["end"] = std::round(s.end * 1000.0) / 1000.0;
     o["text"] = sanitize_utf8(s.text);
     boost::json::array tokens;
     for (TokenId t : s.tokens) tokens.emplace_back(static_cast<std::int64_t>(t));
