@@ -13,7 +13,8 @@ import path from "node:path";
 import {setTimeout as sleep} from "node:timers/promises";
 
 import {
-  HOST, MODEL_ID, checkErrorEnvelope, getMetrics, metricValue, parseSse, request, startServer, waitForIdleEngine,
+  HOST, MODEL_ID, checkErrorEnvelope, getMetrics, loadOpenAI, metricValue, parseSse, request, startServer,
+  waitForIdleEngine,
 } from "./harness.mjs";
 
 const WHISPER_DIR = process.env.IZWI_E2E_WHISPER;
@@ -163,14 +164,63 @@ describe("/v1/audio/transcriptions", () => {
     for (const lp of done.logprobs) assert.ok(typeof lp.token === "string" && lp.logprob <= 0 && Array.isArray(lp.bytes));
   });
 
-  test("chunking_strategy auto: the VAD path answers, and silence gives empty text", async () => {
+  test("chunking_strategy auto: under 30 s the VAD path is the sequential one (the same text)", async () => {
     const r = await upload([["chunking_strategy", "auto"]]);
     assert.equal(r.status, 200, r.text);
-    assert.equal(typeof r.json.text, "string");
-    const quiet = await upload([["chunking_strategy", JSON.stringify({type: "server_vad", threshold: 0.5})]],
-                               {file: wav(new Int16Array(16000 * 3)), filename: "silence.wav"});
-    assert.equal(quiet.status, 200, quiet.text);
-    assert.equal(quiet.json.text, "");
+    assert.equal(r.json.text, json.json.text);
+  });
+
+  test("silence gives empty text, with or without chunking", async () => {
+    const silence = {file: wav(new Int16Array(16000 * 3)), filename: "silence.wav"};
+    for (const fields of [[], [["chunking_strategy", JSON.stringify({type: "server_vad", threshold: 0.5})]]]) {
+      const quiet = await upload(fields, silence);
+      assert.equal(quiet.status, 200, quiet.text);
+      assert.deepEqual(quiet.json, {text: "", usage: {type: "duration", seconds: 3}});
+    }
+  });
+
+  test("long audio: the sequential algorithm moves through windows; the VAD path answers too", async () => {
+    const long = {file: jfkRepeated(40), filename: "long.wav"};
+    const v = await upload([["response_format", "verbose_json"]], long);
+    assert.equal(v.status, 200, v.text);
+    assert.ok(Math.abs(v.json.duration - 40) < 0.01);
+    for (const s of v.json.segments) assert.ok(s.end <= 40.0 + 1e-6, `segment end ${s.end}`);
+    // 40 s is two windows at least: text from a later one carries its seek (mel frames) > 0.
+    assert.ok(v.json.segments.some((s) => s.seek > 0 && s.text !== ""),
+              `no segment from a second window: ${JSON.stringify(v.json.segments.map((s) => [s.seek, s.start, s.end]))}`);
+    const chunked = await upload([["chunking_strategy", "auto"], ["response_format", "verbose_json"]], long);
+    assert.equal(chunked.status, 200, chunked.text);
+    assert.equal(chunked.json.segments.map((s) => s.text).join("").trimStart(), chunked.json.text);
+  });
+});
+
+describe("the official openai SDK as the client", () => {
+  test("transcriptions (json, verbose_json, stream) and translations", async () => {
+    const {OpenAI, toFile, BadRequestError} = await loadOpenAI();
+    const client = new OpenAI({apiKey: "unused", baseURL: server.baseURL, maxRetries: 0, timeout: 300000});
+    const file = () => toFile(JFK, "jfk.wav", {type: "audio/wav"});
+    const plain = await client.audio.transcriptions.create({file: await file(), model: WHISPER_ID});
+    assert.equal(typeof plain.text, "string");
+    assert.deepEqual(plain.usage, {type: "duration", seconds: 11});
+    const verbose = await client.audio.transcriptions.create({
+      file: await file(), model: WHISPER_ID, response_format: "verbose_json", timestamp_granularities: ["segment"],
+    });
+    assert.equal(verbose.text, plain.text);
+    assert.equal(verbose.task, "transcribe");
+    const stream = await client.audio.transcriptions.create({file: await file(), model: WHISPER_ID, stream: true});
+    let deltas = "";
+    let done;
+    for await (const event of stream) {
+      if (event.type === "transcript.text.delta") deltas += event.delta;
+      else if (event.type === "transcript.text.done") done = event;
+    }
+    assert.ok(done, "no transcript.text.done event");
+    assert.equal(deltas, done.text);
+    assert.equal(done.text, plain.text);
+    const translated = await client.audio.translations.create({file: await file(), model: WHISPER_ID});
+    assert.equal(typeof translated.text, "string");
+    await assert.rejects(client.audio.transcriptions.create({file: await file(), model: WHISPER_ID, language: "xx"}),
+                         (e) => e instanceof BadRequestError && /valid codes/.test(e.message));
   });
 });
 

@@ -10,7 +10,9 @@
 // /v1/audio/speech answers which model is missing until a TTS family is served.
 // Part of the Server bodies; included by impl/server.hpp.
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include <boost/asio/steady_timer.hpp>
@@ -270,6 +272,13 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
                               "file");
 }
 
+/// Digital silence (every sample below −70 dBFS): no model is asked to
+/// transcribe it; the answer is empty text.
+inline bool is_silent(std::span<const float> samples) {
+  constexpr float quiet = 3.1623e-4f;  // 10^(−70/20)
+  return std::all_of(samples.begin(), samples.end(), [](float x) { return std::fabs(x) < quiet; });
+}
+
 /// The model's own language rules: English-only models take "en" only;
 /// multilingual ones the codes their vocabulary has (large-v3 adds "yue").
 inline void check_language_for_model(const Whisper& model, const std::string& language, const std::string& name) {
@@ -326,7 +335,9 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   if (const std::string_view prompt = openai::detail::trimmed(parsed.prompt); !prompt.empty())
     options.initial_prompt = model->tokenizer()->encode(" " + std::string(prompt));  // as openai-whisper
   std::vector<audio::AudioChunk> regions;
-  if (parsed.vad) {
+  if (detail::is_silent(*samples)) {
+    regions.push_back({0, 0});  // nothing to hear: empty text, whatever the model would make of it
+  } else if (parsed.vad) {
     std::vector<float> probabilities;
     if (vad_) probabilities = vad_->speech_probabilities(*samples);
     regions = asr::plan_vad_regions(*samples, probabilities, *parsed.vad);
