@@ -25,6 +25,9 @@ packages=(
   # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
   # for the Qwen2 split pattern come from ICU rather than tables of our own
   libicu-dev
+  # transcription (issue 12): zlib compresses each window's text for Whisper's
+  # compression-ratio test (the temperature fallback), as openai-whisper does
+  zlib1g-dev
   # reference implementations for tests (DESIGN §6)
   python3 python3-numpy python3-onnx
   # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);
