@@ -3,11 +3,16 @@
 // openai-whisper does them, and whole alignments on the random tiny model.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "izwi/io/json.hpp"
 #include "izwi/models/whisper_alignment.hpp"
 #include "models/random_whisper.hpp"
 
@@ -127,6 +132,30 @@ TEST_CASE("Word alignment: splitting tokens into words and merging punctuation",
         std::vector<std::string>{"\xE3\x81\x82\xE3\x81\x84", "<|endoftext|>"});
 }
 
+TEST_CASE("Word alignment: long words cut at sentence ends", "[whisper][alignment]") {
+  auto word = [](const char* text, double start, double end) {
+    WhisperWord w;
+    w.word = text;
+    w.start = start;
+    w.end = end;
+    return w;
+  };
+  // Non-zero durations 0.2 0.2 1.6 2.0 0.2: median 0.2, so at most 0.4 s.
+  std::vector<WhisperWord> words = {word(" A", 0, 0.2), word(" B", 0.2, 0.4), word(".", 0.4, 2.0),
+                                    word(" C", 2.0, 4.0), word(" D", 4.0, 4.2)};
+  dw::truncate_long_words_at_sentence_ends(words);
+  CHECK(words[2].start == Approx(0.4));  // the mark itself ends early
+  CHECK(words[2].end == Approx(0.8));
+  CHECK(words[3].start == Approx(3.6));  // the word after a mark starts late
+  CHECK(words[3].end == Approx(4.0));
+  CHECK(words[4].end == Approx(4.2));
+  // A long word elsewhere is left alone, and so is the first word.
+  std::vector<WhisperWord> plain = {word(" Long", 0, 3.0), word(" x", 3.0, 3.2), word(" y", 3.2, 9.0)};
+  dw::truncate_long_words_at_sentence_ends(plain);
+  CHECK(plain[0].end == Approx(3.0));
+  CHECK(plain[2].start == Approx(3.2));
+}
+
 TEST_CASE("Word alignment: the published alignment heads and how a model's are chosen", "[whisper][alignment]") {
   CHECK(whisper_alignment_heads_preset("tiny").size() == 6);
   CHECK(whisper_alignment_heads_preset("large-v2").size() == 23);
@@ -233,4 +262,50 @@ TEST_CASE("Word timestamps on the random tiny model: words cover the text, times
   bad.num_frames = 3001;
   CHECK_THROWS_WITH(whisper_word_timestamps(run, std::vector<TokenId>{1000}, bad), Catch::Contains("mel frames"));
   CHECK(whisper_word_timestamps(run, std::vector<TokenId>{m.special_tokens().eot}).empty());
+}
+
+TEST_CASE("Word alignment: token times match whisper.cpp's DTW timestamps on the same weights",
+          "[whisper][alignment][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  // whisper-cli -dtw tiny (test/reference/whisper_cpp_dtw_goldens.sh): each
+  // text token's t_dtw (centiseconds) is where the warping path reaches the
+  // row after it. whisper.cpp's decoder input is [sot, <|en|>,
+  // <|notimestamps|>, text, <|endoftext|>] (no task token) and it takes the
+  // softmax over the whole window before keeping the audio present (1100 mel
+  // frames of jfk.wav → 550 positions); izwi's alignment is run the same way.
+  const Whisper& m = testing::model("ggml-model.bin", DType::f16);  // whisper.cpp's KV caches are f16
+  const auto& s = m.special_tokens();
+  const io::JsonValue golden = io::read_json_file(std::filesystem::path(IZWI_SOURCE_DIR) /
+                                                  "test/models/goldens/whisper-tiny-random-jfk-dtw.json");
+  std::vector<TokenId> text;
+  std::vector<std::int64_t> expected_cs;
+  for (const auto& t : golden.at("tokens").as_array()) {
+    const auto id = static_cast<TokenId>(t.as_array().at(0).as_int64());
+    if (id >= s.eot) continue;
+    text.push_back(id);
+    expected_cs.push_back(t.as_array().at(1).as_int64());
+  }
+  REQUIRE(text.size() >= 20);
+  std::vector<TokenId> sequence = {s.sot, *s.language_token("en"), s.no_timestamps};
+  sequence.insert(sequence.end(), text.begin(), text.end());
+  sequence.push_back(s.eot);
+
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(testing::log_mel_of("jfk.wav"));
+  const auto aligned = detail::whisper::align_tokens(run, sequence, 2, text.size() + 1,
+                                                     whisper_alignment_heads_preset("tiny"), 550,
+                                                     m.config().n_audio_ctx, 7);
+  // Measured: 52 of 53 tokens identical, the last 4 cs (two positions) off
+  // (whisper.cpp's f16 cross-attention keys and tanh GELU move the
+  // attention slightly). Gates: 90% identical, none more than 10 cs off.
+  std::size_t exact = 0;
+  std::int64_t worst = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto ours = static_cast<std::int64_t>(2 * aligned.row_starts[i + 1]);
+    exact += ours == expected_cs[i];
+    worst = std::max<std::int64_t>(worst, std::llabs(ours - expected_cs[i]));
+  }
+  CAPTURE(exact, worst, text.size());
+  CHECK(exact * 10 >= text.size() * 9);
+  CHECK(worst <= 10);
 }

@@ -17,7 +17,10 @@
 //      characters for zh, ja, th, lo, my, yue), a word spanning its first
 //      token's start to the start after its last token, with the mean of its
 //      tokens' probabilities (softmax over the text vocabulary);
-//   6. opening punctuation joins the next word, closing punctuation the one before.
+//   6. a word longer than twice the median word duration (at most 0.7 s) is
+//      cut short when it is, or follows, a sentence mark (openai-whisper's
+//      add_word_timestamps does so);
+//   7. opening punctuation joins the next word, closing punctuation the one before.
 //
 // Which heads: the checkpoint's generation_config.json `alignment_heads`
 // when it has them, else openai-whisper's published set for the model's

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "izwi/core/ids.hpp"
@@ -95,6 +96,32 @@ std::vector<TokenWord> split_words(std::string_view language, std::span<const To
   for (std::string_view code : {"zh", "ja", "th", "lo", "my", "yue"})
     if (language == code) return split_on_characters(tokens, bytes_of);
   return split_on_spaces(tokens, first_special, bytes_of);
+}
+
+/// openai-whisper's cut of implausibly long words at sentence ends (in
+/// add_word_timestamps, before merging punctuation): with d the median of the
+/// non-zero word durations, at most 0.7 s, a word (after the first) longer
+/// than 2d ends 2d after its start when it is a sentence mark itself, or
+/// starts 2d before its end when the word before it is one. `Word` has
+/// `word`, `start` and `end`.
+template <class Word>
+void truncate_long_words_at_sentence_ends(std::vector<Word>& words) {
+  std::vector<double> durations;
+  for (const Word& w : words)
+    if (w.end - w.start != 0) durations.push_back(w.end - w.start);
+  if (durations.empty()) return;
+  std::sort(durations.begin(), durations.end());
+  const std::size_t n = durations.size();
+  const double median = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
+  const double longest = 2 * std::min(0.7, median);
+  constexpr std::string_view sentence_end_marks = ".\u3002!\uff01?\uff1f";
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    if (words[i].end - words[i].start <= longest) continue;
+    if (contains(sentence_end_marks, words[i].word))
+      words[i].end = words[i].start + longest;
+    else if (contains(sentence_end_marks, words[i - 1].word))
+      words[i].start = words[i].end - longest;
+  }
 }
 
 /// openai-whisper's defaults for merge_punctuation().

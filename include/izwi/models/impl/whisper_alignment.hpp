@@ -81,6 +81,34 @@ inline double text_token_probability(std::span<const float> logits, TokenId toke
   return std::exp(static_cast<double>(logits[static_cast<std::size_t>(token)] - top)) / sum;
 }
 
+/// Steps 1-4 for one decoder input.
+struct TokenAlignment {
+  /// Per aligned row (first_row, first_row + rows): the audio position where
+  /// the warping path first reaches it.
+  std::vector<std::size_t> row_starts;
+  std::span<const float> logits;  ///< [sequence][vocab], the runner's: valid until its next pass
+};
+
+/// Runs `sequence` through the runner taking the alignment heads'
+/// attention over the first `softmax_positions` encoder positions, keeps the
+/// first `frames` of them (openai-whisper: softmax_positions == frames;
+/// whisper.cpp takes the softmax over the whole window, then cuts), and warps
+/// rows [first_row, first_row + rows) against time.
+inline TokenAlignment align_tokens(WhisperRunner& runner, std::span<const TokenId> sequence, std::size_t first_row,
+                                   std::size_t rows, const WhisperAlignmentHeads& heads, std::size_t frames,
+                                   std::size_t softmax_positions, std::size_t filter_width) {
+  std::vector<float> weights;
+  const std::span<const float> logits = runner.feed_with_alignment(sequence, heads, softmax_positions, weights);
+  const std::size_t tokens = sequence.size();
+  if (softmax_positions != frames)  // keep the first `frames` columns of every row
+    for (std::size_t r = 0; r < heads.size() * tokens; ++r)
+      std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(r * softmax_positions), frames,
+                  weights.begin() + static_cast<std::ptrdiff_t>(r * frames));
+  std::vector<float> matrix = alignment_matrix(weights, heads.size(), tokens, frames, filter_width, first_row, rows);
+  for (float& m : matrix) m = -m;  // the path follows the most attention
+  return {dtw_row_starts(dtw_path(matrix.data(), rows, frames), rows), logits};
+}
+
 }  // namespace detail::whisper
 
 inline WhisperAlignmentHeads whisper_alignment_heads_preset(std::string_view name) {
@@ -132,14 +160,10 @@ inline std::vector<WhisperWord> whisper_word_timestamps(WhisperRunner& runner, s
 
   const WhisperAlignmentHeads heads = whisper_alignment_heads(model, options.alignment_heads_preset);
   const std::size_t frames = options.num_frames / 2, vocab = model.vocab_size();
-  std::vector<float> weights;
-  const std::span<const float> logits = runner.feed_with_alignment(sequence, heads, frames, weights);
-
-  std::vector<float> matrix = dw::alignment_matrix(weights, heads.size(), sequence.size(), frames,
-                                                   options.median_filter_width, first_row, aligned_rows);
-  for (float& m : matrix) m = -m;  // the path follows the most attention
-  const std::vector<std::size_t> token_starts =
-      dw::dtw_row_starts(dw::dtw_path(matrix.data(), aligned_rows, frames), aligned_rows);
+  const dw::TokenAlignment aligned =
+      dw::align_tokens(runner, sequence, first_row, aligned_rows, heads, frames, frames, options.median_filter_width);
+  const std::vector<std::size_t>& token_starts = aligned.row_starts;
+  const std::span<const float> logits = aligned.logits;
 
   std::vector<double> probability(text.size());
   for (std::size_t i = 0; i < text.size(); ++i)
@@ -167,6 +191,7 @@ inline std::vector<WhisperWord> whisper_word_timestamps(WhisperRunner& runner, s
     words.push_back(std::move(w));
     first = last;
   }
+  dw::truncate_long_words_at_sentence_ends(words);
   dw::merge_punctuation(words);
   std::erase_if(words, [](const WhisperWord& w) { return w.word.empty(); });
   return words;
