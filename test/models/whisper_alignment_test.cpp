@@ -248,6 +248,18 @@ TEST_CASE("Word timestamps on the random tiny model: words cover the text, times
       if (t < m.special_tokens().eot) text_tokens.push_back(t);
     CHECK(word_tokens == text_tokens);
 
+    // Split at characters (as for Japanese): still the whole text, each word whole UTF-8.
+    WhisperWordOptions characters = options;
+    characters.language = "ja";
+    const auto character_words = whisper_word_timestamps(run, result.tokens, characters);
+    std::string joined_characters;
+    for (const WhisperWord& w : character_words) {
+      CHECK_FALSE(dw::utf8_awaits_continuation(w.word));
+      joined_characters += w.word;
+    }
+    CHECK(joined_characters == result.text);
+    CHECK(character_words.size() >= words.size());
+
     // The window's start shifts every time.
     options.time_offset = 30.0;
     const auto shifted = whisper_word_timestamps(run, result.tokens, options);
