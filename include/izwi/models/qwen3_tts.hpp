@@ -26,9 +26,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "izwi/core/random.hpp"
+#include "izwi/executor/detail/cpu_ops.hpp"
+#include "izwi/executor/sampler.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/models/qwen3_tts_codec.hpp"
 #include "izwi/models/qwen3_tts_config.hpp"
@@ -89,6 +94,110 @@ class Qwen3Tts {
   std::string description_;
 };
 
+
+/// One talker prompt row: text_projection(text_embedding[text]) +
+/// codec_embedding[codec]; -1 leaves that half out.
+struct Qwen3TtsPromptRow {
+  TokenId text = -1;
+  TokenId codec = -1;
+  friend bool operator==(const Qwen3TtsPromptRow&, const Qwen3TtsPromptRow&) = default;
+};
+
+/// The talker prompt of upstream's non-streaming text mode (generate with
+/// non_streaming_mode=True, what CustomVoice and VoiceDesign default to):
+///
+///   <|im_start|> assistant \n                          (text rows only)
+///   tts_pad + think, tts_pad + think_bos, tts_pad + language, tts_pad + think_eos
+///       (language "auto": nothink, think_bos, think_eos)
+///   [tts_pad + speaker]                                (CustomVoice speaker)
+///   tts_bos + codec_pad
+///   text[i] + codec_pad for every text token, tts_eos + codec_pad
+///   tts_pad + codec_bos                                (the last prefill row)
+///
+/// `text` is the tokenised text alone (no chat markers). A speaker with a
+/// dialect speaks it when the language is "chinese" or "auto". Unknown
+/// languages or speakers throw izwi::invalid_argument listing the known ones.
+std::vector<Qwen3TtsPromptRow> qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
+                                                std::string_view language = "auto", std::string_view speaker = "");
+
+/// Sampling as upstream's generate() defaults it. temperature 0 is greedy.
+struct Qwen3TtsSampling {
+  float temperature = 0.9f;
+  std::int32_t top_k = 50;
+  float top_p = 1.0f;
+  /// Over the codebook-0 codes generated so far (HF's RepetitionPenaltyLogitsProcessor).
+  float repetition_penalty = 1.05f;
+  /// Codec EOS is masked until this many frames exist.
+  std::uint32_t min_frames = 2;
+  std::uint32_t max_frames = 4096;
+  float predictor_temperature = 0.9f;
+  std::int32_t predictor_top_k = 50;
+  float predictor_top_p = 1.0f;
+  /// Seeds the request's own generator: the same seed gives the same codes
+  /// whatever else is generated alongside.
+  std::uint64_t seed = 0;
+
+  /// Argmax everywhere, no repetition penalty (llama-tts --top-k 1 --temp 0 --repeat-penalty 1).
+  static Qwen3TtsSampling greedy() {
+    Qwen3TtsSampling s;
+    s.temperature = s.predictor_temperature = 0.0f;
+    s.repetition_penalty = 1.0f;
+    return s;
+  }
+};
+
+struct Qwen3TtsRequest {
+  std::vector<TokenId> text_tokens;
+  std::string language = "auto";
+  std::string speaker;
+  Qwen3TtsSampling sampling;
+};
+
+struct Qwen3TtsCodes {
+  /// [frames][num_code_groups] codes, codebook 0 first in each frame.
+  std::vector<std::int32_t> codes;
+  std::size_t frames = 0;
+  /// The talker chose codec EOS (false: max_frames ran out).
+  bool finished_by_eos = false;
+};
+
+/// Runs the talker and the code predictor on the CPU (CpuOps, paged KV
+/// caches of its own) for a batch of requests: each step one talker forward
+/// pass for every request still speaking, then the 15 predictor steps batched
+/// across them. The engine will own this loop later; this is the model side.
+class Qwen3TtsGenerator {
+ public:
+  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool) : model_(&model), ops_(pool) {}
+
+  /// Generates every request to its end (EOS or max_frames). Bad requests
+  /// (unknown language or speaker, a text id outside the vocabulary) throw
+  /// izwi::invalid_argument before anything runs.
+  std::vector<Qwen3TtsCodes> generate(std::span<const Qwen3TtsRequest> requests);
+
+  /// Codebook 0 from a row of the talker's logits (modified in place):
+  /// control ids other than EOS suppressed, then the sampler with the
+  /// repetition penalty over `previous`, EOS masked below min_frames.
+  static TokenId sample_first_code(const Qwen3TtsConfig& config, std::span<float> logits,
+                                   std::span<const TokenId> previous, const Qwen3TtsSampling& sampling,
+                                   SequenceRng& rng, Sampler& sampler);
+
+ private:
+  struct Active;
+  void embed_prompts(std::span<Active* const> active, std::vector<float>& x);
+  void text_rows(std::span<const TokenId> ids, float* out);
+  void talker_forward(std::span<Active* const> active, const std::vector<float>& x, PagedKVCache<>& kv,
+                      std::vector<float>& logits);
+  void predict_codes(std::span<Active* const> active, PagedKVCache<>& kv);
+  void next_inputs(std::span<Active* const> active, std::vector<float>& x);
+
+  const Qwen3Tts* model_;
+  detail::CpuOps ops_;
+  Sampler sampler_;
+  std::vector<float> pad_row_;         // text_projection(tts_pad): every frame's text half
+  std::vector<TokenId> placeholder_;   // token ids the KV cache's bookkeeping asks for (prefix caching is off)
+};
+
 }  // namespace izwi
 
 #include "izwi/models/impl/qwen3_tts_load.hpp"
+#include "izwi/models/impl/qwen3_tts.hpp"
