@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <vector>
@@ -180,4 +181,27 @@ TEST_CASE("Qwen3-TTS: generated codes decode to 1920 samples per frame", "[qwen3
   model().codec().decode(pool, state, codes.codes, pcm);
   CHECK(pcm.size() == codes.frames * 1920);
   CHECK(std::any_of(pcm.begin(), pcm.end(), [](float x) { return x != 0.0f; }));
+}
+
+TEST_CASE("Qwen3-TTS: a checkpoint named by IZWI_QWEN3_TTS_MODEL loads, speaks and decodes", "[qwen3_tts][generate]") {
+  // For published weights (Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice) or the 0.6B
+  // random shape (izwi-make-random-qwen3-tts --shape 0.6b): too large for CI.
+  const char* dir = std::getenv("IZWI_QWEN3_TTS_MODEL");
+  if (dir == nullptr || *dir == '\0') {
+    WARN("SKIPPED: set IZWI_QWEN3_TTS_MODEL to a Qwen3-TTS directory to run this test");
+    return;
+  }
+  const Qwen3Tts m = Qwen3Tts::load(dir);
+  Qwen3TtsRequest r;
+  r.text_tokens = {9707, 11, 1879};
+  r.sampling = seeded(1);
+  r.sampling.max_frames = 3;
+  detail::ThreadPool pool(2);
+  Qwen3TtsGenerator generator(m, pool);
+  const Qwen3TtsCodes codes = generator.generate(std::span(&r, 1))[0];
+  REQUIRE(codes.frames >= 1);
+  Qwen3TtsCodecState state = m.codec().new_stream();
+  std::vector<float> pcm;
+  m.codec().decode(pool, state, codes.codes, pcm);
+  CHECK(pcm.size() == codes.frames * m.codec().samples_per_frame());
 }
