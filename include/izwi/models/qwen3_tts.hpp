@@ -167,7 +167,8 @@ struct Qwen3TtsCodes {
 /// across them. The engine will own this loop later; this is the model side.
 class Qwen3TtsGenerator {
  public:
-  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool) : model_(&model), ops_(pool) {}
+  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool)
+      : model_(&model), ops_(pool), predictor_ops_(pool) {}
 
   /// Generates every request to its end (EOS or max_frames). Bad requests
   /// (unknown language or speaker, a text id outside the vocabulary) throw
@@ -191,7 +192,8 @@ class Qwen3TtsGenerator {
   void next_inputs(std::span<Active* const> active, std::vector<float>& x);
 
   const Qwen3Tts* model_;
-  detail::CpuOps ops_;
+  detail::CpuOps ops_;            // the talker's (and the text projection's)
+  detail::CpuOps predictor_ops_;  // its own scratch and rotary table (another head_dim or θ)
   Sampler sampler_;
   std::vector<float> pad_row_;         // text_projection(tts_pad): every frame's text half
   std::vector<TokenId> placeholder_;   // token ids the KV cache's bookkeeping asks for (prefix caching is off)

@@ -97,28 +97,28 @@ inline void Qwen3TtsGenerator::predict_codes(std::span<Active* const> active, Pa
       if (g == 0) {
         std::copy(a->hidden.begin(), a->hidden.end(), input.begin() + static_cast<std::ptrdiff_t>(row++ * th));
         const TokenId c0 = a->frame[0];
-        ops_.embed(model_->talker().codec_embedding, std::span(&c0, 1), input.data() + row++ * th);
+        predictor_ops_.embed(model_->talker().codec_embedding, std::span(&c0, 1), input.data() + row++ * th);
       } else {
         const TokenId code = a->frame[g];
-        ops_.embed(w.codec_embeddings[g - 1], std::span(&code, 1), input.data() + row++ * th);
+        predictor_ops_.embed(w.codec_embeddings[g - 1], std::span(&code, 1), input.data() + row++ * th);
       }
     }
     detail::Qwen3TtsStepLayout layout;
     layout.build(kv, ids, computed, rows, placeholder_);
-    float* x = ops_.buffer(0, row * ph);
+    float* x = predictor_ops_.buffer(0, row * ph);
     if (w.projection) {
-      ops_.matmul(input.data(), row, *w.projection, x);
+      predictor_ops_.matmul(input.data(), row, *w.projection, x);
       for (std::size_t r = 0; r < row; ++r)
         for (std::size_t i = 0; i < ph; ++i) x[r * ph + i] += w.projection_bias[i];
     } else {
       std::copy(input.begin(), input.end(), x);
     }
-    detail::qwen3_decoder_layers(ops_, c.predictor, std::span<const Qwen3LayerWeights>(w.layers), DType::f32,
+    detail::qwen3_decoder_layers(predictor_ops_, c.predictor, std::span<const Qwen3LayerWeights>(w.layers), DType::f32,
                                  layout.batch(), layout.sequences, kv, x);
-    float* last = ops_.buffer(8, n * ph);
-    ops_.gather_rows(x, ph, layout.last_rows, last);
-    ops_.rms_norm(last, n, ph, w.final_norm.data(), static_cast<float>(c.predictor.rms_norm_eps), last);
-    ops_.matmul(last, n, w.heads[g], logits.data());
+    float* last = predictor_ops_.buffer(8, n * ph);
+    predictor_ops_.gather_rows(x, ph, layout.last_rows, last);
+    predictor_ops_.rms_norm(last, n, ph, w.final_norm.data(), static_cast<float>(c.predictor.rms_norm_eps), last);
+    predictor_ops_.matmul(last, n, w.heads[g], logits.data());
     for (std::size_t i = 0; i < n; ++i) {
       const Qwen3TtsSampling& s = active[i]->request->sampling;
       SamplingParams p;
