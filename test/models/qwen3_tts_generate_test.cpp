@@ -42,6 +42,16 @@ std::vector<Qwen3TtsCodes> generate(std::span<const Qwen3TtsRequest> requests) {
   return generator.generate(requests);
 }
 
+Qwen3TtsRequest streaming(Qwen3TtsRequest r) {
+  r.text_mode = Qwen3TtsTextMode::streaming;
+  return r;
+}
+
+Qwen3TtsRequest instructed(Qwen3TtsRequest r, std::vector<TokenId> instruction) {
+  r.instruction_tokens = std::move(instruction);
+  return r;
+}
+
 Qwen3TtsSampling seeded(std::uint64_t seed) {
   Qwen3TtsSampling s;
   s.seed = seed;
@@ -60,18 +70,37 @@ TEST_CASE("Qwen3-TTS prompt: the rows of upstream's non-streaming text mode", "[
         {pad, 2154}, {pad, 2156}, {pad, 2050}, {pad, 2157},  // think, think_bos, english, think_eos
         {pad, 3061},                                         // ryan
         {bos, 2148}, {9707, 2148}, {1879, 2148}, {eos, 2148}, {pad, 2149}};
-    CHECK(qwen3_tts_prompt(c, text, "English", "Ryan") == expected);
+    CHECK(qwen3_tts_prompt(c, text, "English", "Ryan").rows == expected);
+    CHECK(qwen3_tts_prompt(c, text, "English", "Ryan").trailing_text.empty());  // every frame adds tts_pad
   }
   SECTION("auto language, no speaker: nothink and no language row") {
     const std::vector<Qwen3TtsPromptRow> expected = {
         {151644, -1}, {77091, -1}, {198, -1}, {pad, 2155}, {pad, 2156}, {pad, 2157},
         {bos, 2148}, {9707, 2148}, {1879, 2148}, {eos, 2148}, {pad, 2149}};
-    CHECK(qwen3_tts_prompt(c, text) == expected);
+    CHECK(qwen3_tts_prompt(c, text).rows == expected);
   }
   SECTION("a dialect speaker speaks the dialect for chinese and auto, not for english") {
-    CHECK(qwen3_tts_prompt(c, text, "auto", "eric")[5] == Qwen3TtsPromptRow{pad, 2062});
-    CHECK(qwen3_tts_prompt(c, text, "chinese", "eric")[5] == Qwen3TtsPromptRow{pad, 2062});
-    CHECK(qwen3_tts_prompt(c, text, "english", "eric")[5] == Qwen3TtsPromptRow{pad, 2050});
+    CHECK(qwen3_tts_prompt(c, text, "auto", "eric").rows[5] == Qwen3TtsPromptRow{pad, 2062});
+    CHECK(qwen3_tts_prompt(c, text, "chinese", "eric").rows[5] == Qwen3TtsPromptRow{pad, 2062});
+    CHECK(qwen3_tts_prompt(c, text, "english", "eric").rows[5] == Qwen3TtsPromptRow{pad, 2050});
+  }
+  SECTION("streaming text: the first text token with codec_bos, the rest added to the frames") {
+    const std::vector<TokenId> three = {9707, 1879, 11};
+    const Qwen3TtsPrompt p = qwen3_tts_prompt(c, three, "english", "", {}, Qwen3TtsTextMode::streaming);
+    const std::vector<Qwen3TtsPromptRow> expected = {
+        {151644, -1}, {77091, -1}, {198, -1}, {pad, 2154}, {pad, 2156}, {pad, 2050}, {pad, 2157},
+        {bos, 2148}, {9707, 2149}};
+    CHECK(p.rows == expected);
+    CHECK(p.trailing_text == std::vector<TokenId>{1879, 11, eos});
+    CHECK_THROWS_AS(qwen3_tts_prompt(c, {}, "english", "", {}, Qwen3TtsTextMode::streaming), invalid_argument);
+  }
+  SECTION("an instruction comes first, wrapped as a user turn") {
+    const std::vector<TokenId> instruction = {100, 101};
+    const Qwen3TtsPrompt p = qwen3_tts_prompt(c, text, "auto", "", instruction);
+    const std::vector<Qwen3TtsPromptRow> head = {{151644, -1}, {872, -1}, {198, -1}, {100, -1}, {101, -1},
+                                                 {151645, -1}, {198, -1}, {151644, -1}, {77091, -1}, {198, -1}};
+    CHECK(std::vector<Qwen3TtsPromptRow>(p.rows.begin(), p.rows.begin() + 10) == head);
+    CHECK(p.rows.size() == qwen3_tts_prompt(c, text).rows.size() + 7);
   }
   SECTION("unknown names are refused, listing the known ones") {
     CHECK_THROWS_WITH(qwen3_tts_prompt(c, text, "auto", "bob"),
@@ -146,7 +175,9 @@ TEST_CASE("Qwen3-TTS: a batch of requests equals each request alone", "[qwen3_tt
       request({9707, 11, 1879}, "english", "ryan", Qwen3TtsSampling::greedy(), 12),
       request({100, 200, 300, 400, 500, 600}, "auto", "", Qwen3TtsSampling::greedy(), 7),
       request({42}, "chinese", "eric", seeded(11), 10),
-      request({5, 6, 7, 8}, "german", "vivian", seeded(12), 9)};
+      request({5, 6, 7, 8}, "german", "vivian", seeded(12), 9),
+      streaming(request({31, 32, 33, 34, 35}, "english", "", Qwen3TtsSampling::greedy(), 8)),
+      instructed(request({9707, 1879}, "auto", "", seeded(13), 6), {100, 200, 300})};
   const std::vector<Qwen3TtsCodes> together = generate(batch);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const std::vector<Qwen3TtsCodes> alone = generate(std::span(&batch[i], 1));
@@ -155,6 +186,14 @@ TEST_CASE("Qwen3-TTS: a batch of requests equals each request alone", "[qwen3_tt
     CHECK(together[i].codes == alone[0].codes);
     CHECK(together[i].finished_by_eos == alone[0].finished_by_eos);
   }
+}
+
+TEST_CASE("Qwen3-TTS: the text mode and the instruction change the codes", "[qwen3_tts][generate]") {
+  const Qwen3TtsRequest plain = request({9707, 11, 1879, 0, 5}, "english", "", Qwen3TtsSampling::greedy(), 6);
+  const std::vector<Qwen3TtsRequest> r = {plain, streaming(plain), instructed(plain, {100, 200})};
+  const std::vector<Qwen3TtsCodes> codes = generate(r);
+  CHECK(codes[0].codes != codes[1].codes);
+  CHECK(codes[0].codes != codes[2].codes);
 }
 
 TEST_CASE("Qwen3-TTS: the seed decides a sampled request's codes", "[qwen3_tts][generate]") {

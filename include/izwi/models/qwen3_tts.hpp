@@ -103,22 +103,43 @@ struct Qwen3TtsPromptRow {
   friend bool operator==(const Qwen3TtsPromptRow&, const Qwen3TtsPromptRow&) = default;
 };
 
-/// The talker prompt of upstream's non-streaming text mode (generate with
-/// non_streaming_mode=True, what CustomVoice and VoiceDesign default to):
+/// How the text enters the talker (upstream's non_streaming_mode).
+enum class Qwen3TtsTextMode {
+  /// All text in the prompt; every frame adds tts_pad (CustomVoice and
+  /// VoiceDesign default to it; llama.cpp implements only this).
+  non_streaming,
+  /// Only the first text token in the prompt; frame k adds text token k + 1,
+  /// then tts_eos, then tts_pad (upstream's default for voice cloning).
+  streaming,
+};
+
+/// A talker prompt: its rows, and the text rows the generated frames add in order.
+struct Qwen3TtsPrompt {
+  std::vector<Qwen3TtsPromptRow> rows;
+  /// Text ids frame k adds (its text_projection row) while k < size(); tts_pad after.
+  std::vector<TokenId> trailing_text;
+};
+
+/// The talker prompt of upstream's generate():
 ///
-///   <|im_start|> assistant \n                          (text rows only)
+///   [<|im_start|> user \n instruction <|im_end|> \n]     (text rows; VoiceDesign / instruct)
+///   <|im_start|> assistant \n                          (text rows)
 ///   tts_pad + think, tts_pad + think_bos, tts_pad + language, tts_pad + think_eos
 ///       (language "auto": nothink, think_bos, think_eos)
 ///   [tts_pad + speaker]                                (CustomVoice speaker)
 ///   tts_bos + codec_pad
-///   text[i] + codec_pad for every text token, tts_eos + codec_pad
-///   tts_pad + codec_bos                                (the last prefill row)
+///   non-streaming: text[i] + codec_pad for every text token, tts_eos + codec_pad,
+///                  tts_pad + codec_bos (the last prefill row); frames add tts_pad
+///   streaming:     text[0] + codec_bos; frames add text[1..], tts_eos, then tts_pad
 ///
-/// `text` is the tokenised text alone (no chat markers). A speaker with a
-/// dialect speaks it when the language is "chinese" or "auto". Unknown
-/// languages or speakers throw izwi::invalid_argument listing the known ones.
-std::vector<Qwen3TtsPromptRow> qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
-                                                std::string_view language = "auto", std::string_view speaker = "");
+/// `text` and `instruction` are tokenised text alone (no chat markers). A
+/// speaker with a dialect speaks it when the language is "chinese" or "auto".
+/// Unknown languages or speakers, or empty text in streaming mode, throw
+/// izwi::invalid_argument (unknown names list the known ones).
+Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
+                                std::string_view language = "auto", std::string_view speaker = "",
+                                std::span<const TokenId> instruction = {},
+                                Qwen3TtsTextMode mode = Qwen3TtsTextMode::non_streaming);
 
 /// Sampling as upstream's generate() defaults it. temperature 0 is greedy.
 struct Qwen3TtsSampling {
@@ -150,6 +171,9 @@ struct Qwen3TtsRequest {
   std::vector<TokenId> text_tokens;
   std::string language = "auto";
   std::string speaker;
+  /// VoiceDesign's voice description or CustomVoice's style instruction, tokenised (empty: none).
+  std::vector<TokenId> instruction_tokens;
+  Qwen3TtsTextMode text_mode = Qwen3TtsTextMode::non_streaming;
   Qwen3TtsSampling sampling;
 };
 

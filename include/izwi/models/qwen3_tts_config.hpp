@@ -95,6 +95,8 @@ struct Qwen3TtsConfig {
 
   // Text-token ids (text vocabulary).
   TokenId im_start_id = 151644, im_end_id = 151645, assistant_id = 77091, newline_id = 198;
+  /// "user" in Qwen's vocabulary, for the instruction's chat wrap (no config key carries it).
+  TokenId user_id = 872;
   TokenId tts_pad_id = 151671, tts_bos_id = 151672, tts_eos_id = 151673;
 
   /// The first codebook's ids the talker may sample: [0, codebook_size) and EOS.

@@ -23,8 +23,11 @@ std::string known_names(const Map& names) {
 
 }  // namespace detail
 
-inline std::vector<Qwen3TtsPromptRow> qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
-                                                       std::string_view language, std::string_view speaker) {
+inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
+                                       std::string_view language, std::string_view speaker,
+                                       std::span<const TokenId> instruction, Qwen3TtsTextMode mode) {
+  if (mode == Qwen3TtsTextMode::streaming && text.empty())
+    throw invalid_argument("input", "the streaming text mode needs at least one text token");
   const std::string lang = detail::lower_case(language), spk = detail::lower_case(speaker);
   std::optional<TokenId> language_id;
   if (lang != "auto") {
@@ -57,20 +60,35 @@ inline std::vector<Qwen3TtsPromptRow> qwen3_tts_prompt(const Qwen3TtsConfig& c, 
   if (speaker_id) codec.push_back(*speaker_id);
   codec.push_back(c.codec_pad_id);
 
-  std::vector<Qwen3TtsPromptRow> rows = {{c.im_start_id, -1}, {c.assistant_id, -1}, {c.newline_id, -1}};
+  Qwen3TtsPrompt prompt;
+  std::vector<Qwen3TtsPromptRow>& rows = prompt.rows;
+  if (!instruction.empty()) {
+    rows = {{c.im_start_id, -1}, {c.user_id, -1}, {c.newline_id, -1}};
+    for (TokenId t : instruction) rows.push_back({t, -1});
+    rows.push_back({c.im_end_id, -1});
+    rows.push_back({c.newline_id, -1});
+  }
+  for (TokenId t : {c.im_start_id, c.assistant_id, c.newline_id}) rows.push_back({t, -1});
   for (std::size_t i = 0; i < codec.size(); ++i)
     rows.push_back({i + 1 < codec.size() ? c.tts_pad_id : c.tts_bos_id, codec[i]});
-  for (TokenId t : text) rows.push_back({t, c.codec_pad_id});
-  rows.push_back({c.tts_eos_id, c.codec_pad_id});
-  rows.push_back({c.tts_pad_id, c.codec_bos_id});
-  return rows;
+  if (mode == Qwen3TtsTextMode::streaming) {
+    rows.push_back({text[0], c.codec_bos_id});
+    prompt.trailing_text.assign(text.begin() + 1, text.end());
+    prompt.trailing_text.push_back(c.tts_eos_id);
+  } else {
+    for (TokenId t : text) rows.push_back({t, c.codec_pad_id});
+    rows.push_back({c.tts_eos_id, c.codec_pad_id});
+    rows.push_back({c.tts_pad_id, c.codec_bos_id});
+  }
+  return prompt;
 }
 
 struct Qwen3TtsGenerator::Active {
   const Qwen3TtsRequest* request = nullptr;
   Qwen3TtsCodes* out = nullptr;
   RequestId id = 0;
-  std::vector<Qwen3TtsPromptRow> prompt;
+  Qwen3TtsPrompt prompt;
+  std::vector<float> trailing_rows;  ///< text_projection of prompt.trailing_text, [n][hidden]
   std::size_t computed = 0;  ///< talker positions in the KV cache
   std::size_t pending = 0;   ///< talker rows of this step
   std::vector<TokenId> first_codes;
@@ -120,8 +138,8 @@ inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, st
   std::vector<TokenId> texts;
   std::size_t rows = 0;
   for (const Active* a : active) {
-    rows += a->prompt.size();
-    for (const Qwen3TtsPromptRow& r : a->prompt)
+    rows += a->prompt.rows.size();
+    for (const Qwen3TtsPromptRow& r : a->prompt.rows)
       if (r.text >= 0) texts.push_back(r.text);
   }
   std::vector<float> text(texts.size() * h), codec(h);
@@ -129,7 +147,7 @@ inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, st
   x.assign(rows * h, 0.0f);
   std::size_t row = 0, next_text = 0;
   for (const Active* a : active)
-    for (const Qwen3TtsPromptRow& r : a->prompt) {
+    for (const Qwen3TtsPromptRow& r : a->prompt.rows) {
       float* out = x.data() + row++ * h;
       if (r.text >= 0) std::copy_n(text.data() + next_text++ * h, h, out);
       if (r.codec >= 0) {

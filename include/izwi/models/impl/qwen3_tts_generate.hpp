@@ -136,7 +136,7 @@ inline void Qwen3TtsGenerator::predict_codes(std::span<Active* const> active, Pa
   for (RequestId id : ids) kv.free(id);
 }
 
-/// The talker's next input per request: Σ of the frame's 16 code embeddings + tts_pad's text row.
+/// The talker's next input per request: Σ of the frame's 16 code embeddings + a text row.
 inline void Qwen3TtsGenerator::next_inputs(std::span<Active* const> active, std::vector<float>& x) {
   const Qwen3TtsConfig& c = model_->config();
   const std::size_t h = c.talker.hidden_size;
@@ -150,7 +150,12 @@ inline void Qwen3TtsGenerator::next_inputs(std::span<Active* const> active, std:
       ops_.embed(table, std::span(&code, 1), e.data());
       for (std::size_t k = 0; k < h; ++k) out[k] += e[k];
     }
-    for (std::size_t k = 0; k < h; ++k) out[k] += pad_row_[k];
+    // Frame k adds text row k of the trailing text while there is one, tts_pad after.
+    const std::size_t frame = active[i]->first_codes.size() - 1;
+    const float* text = frame < active[i]->prompt.trailing_text.size()
+                            ? active[i]->trailing_rows.data() + frame * h
+                            : pad_row_.data();
+    for (std::size_t k = 0; k < h; ++k) out[k] += text[k];
   }
 }
 
@@ -161,19 +166,21 @@ inline std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qw
   std::size_t talker_blocks = 1;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const Qwen3TtsRequest& r = requests[i];
-    for (TokenId t : r.text_tokens)
-      if (t < 0 || static_cast<std::uint32_t>(t) >= c.text_vocab_size)
-        throw invalid_argument("input", "request " + std::to_string(i) + ": text token " + std::to_string(t) +
-                                            " is outside the text vocabulary (" + std::to_string(c.text_vocab_size) + ")");
+    for (const auto* tokens : {&r.text_tokens, &r.instruction_tokens})
+      for (TokenId t : *tokens)
+        if (t < 0 || static_cast<std::uint32_t>(t) >= c.text_vocab_size)
+          throw invalid_argument(tokens == &r.text_tokens ? "input" : "instructions",
+                                 "request " + std::to_string(i) + ": text token " + std::to_string(t) +
+                                     " is outside the text vocabulary (" + std::to_string(c.text_vocab_size) + ")");
     if (r.sampling.max_frames == 0)
       throw invalid_argument("max_tokens", "request " + std::to_string(i) + ": max_frames must be at least 1");
     Active& a = states[i];
     a.request = &r, a.out = &results[i], a.id = i + 1;
-    a.prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker);
-    a.pending = a.prompt.size();
+    a.prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens, r.text_mode);
+    a.pending = a.prompt.rows.size();
     a.frame.assign(c.num_code_groups, 0);
     a.rng.reseed(r.sampling.seed);
-    talker_blocks += (a.prompt.size() + r.sampling.max_frames + 16) / 16;
+    talker_blocks += (a.prompt.rows.size() + r.sampling.max_frames + 16) / 16;
   }
   if (requests.empty()) return results;
   PagedKVCacheConfig talker_config, predictor_config;
@@ -187,6 +194,11 @@ inline std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qw
   pad_row_.resize(c.talker.hidden_size);
   const TokenId pad = c.tts_pad_id;
   text_rows(std::span(&pad, 1), pad_row_.data());
+  for (Active& a : states)
+    if (!a.prompt.trailing_text.empty()) {
+      a.trailing_rows.resize(a.prompt.trailing_text.size() * c.talker.hidden_size);
+      text_rows(a.prompt.trailing_text, a.trailing_rows.data());
+    }
 
   std::vector<Active*> running;
   for (Active& a : states) running.push_back(&a);
