@@ -12,7 +12,11 @@
 //                 random ECAPA speaker encoder (a.*, mm.a.fc), which mtmd
 //                 requires even when no speaker file is given
 //
-//   izwi-qwen3-tts-to-gguf DIR --talker talker.gguf --mmproj mmproj.gguf [--ecapa-channels 64] [--seed 1]
+//   izwi-qwen3-tts-to-gguf DIR --talker talker.gguf --mmproj mmproj.gguf [--type f32|f16|q8_0]
+//       [--ecapa-channels 64] [--seed 1]
+//
+// --type sets the talker's and code predictor's matrices (for speed
+// comparisons); the codec decoder keeps llama.cpp's converter's types.
 //
 // For tests: izwi reads DIR, llama.cpp reads the GGUF pair, and both hold the
 // same arrays (up to the F16 conv kernels and the folded text projection,
@@ -40,6 +44,11 @@ using namespace izwi;
 namespace {
 
 constexpr const char* program = "izwi-qwen3-tts-to-gguf";
+
+/// Type of the talker's and the code predictor's matrices (--type); norms stay f32.
+io::GgmlType matrix_type = io::GgmlType::f32;
+
+bool is_matrix(const std::vector<std::uint64_t>& shape) { return shape.size() >= 2; }
 
 struct Source {
   io::ModelDirectory dir;
@@ -180,15 +189,15 @@ void write_talker(const Source& s, const io::JsonValue& config, const io::JsonVa
   w.set("tokenizer.ggml.suppress_tokens", io::GgufValue::integers(io::GgufValueType::int32, std::move(suppress)));
 
   const std::vector<float> embd = folded_embeddings(s, c);
-  w.add_tensor("token_embd.weight", io::GgmlType::f32, {static_cast<std::uint64_t>(total), t.hidden_size}, embd);
-  add(w, "output.weight", s, "talker.codec_head.weight");
+  w.add_tensor("token_embd.weight", matrix_type, {static_cast<std::uint64_t>(total), t.hidden_size}, embd);
+  add(w, "output.weight", s, "talker.codec_head.weight", matrix_type);
   add(w, "output_norm.weight", s, "talker.model.norm.weight");
   for (const std::string& name : s.dir.tensor_names()) {
     const std::string prefix = "talker.model.layers.";
     if (name.rfind(prefix, 0) != 0) continue;
     const auto gguf = io::qwen3_gguf_tensor_name(name.substr(std::string("talker.").size()));
     if (!gguf) throw std::runtime_error("no GGUF name for " + name);
-    add(w, *gguf, s, name);
+    add(w, *gguf, s, name, is_matrix(s.shape(name)) ? matrix_type : io::GgmlType::f32);
   }
   w.write(out);
 }
@@ -233,8 +242,8 @@ void write_code_predictor(io::GgufWriter& w, const Source& s, const Qwen3TtsConf
     head.insert(head.end(), h.begin(), h.end());
   }
   const std::uint64_t groups = c.num_code_groups - 1, vocab = c.predictor.vocab_size;
-  w.add_tensor("a.gen.code.embd.weight", io::GgmlType::f32, {groups, vocab, c.talker.hidden_size}, embd);
-  w.add_tensor("a.gen.code.head.weight", io::GgmlType::f32, {groups, vocab, c.predictor.hidden_size}, head);
+  w.add_tensor("a.gen.code.embd.weight", matrix_type, {groups, vocab, c.talker.hidden_size}, embd);
+  w.add_tensor("a.gen.code.head.weight", matrix_type, {groups, vocab, c.predictor.hidden_size}, head);
   add(w, "a.gen.code.out_embd.weight", s, "talker.model.codec_embedding.weight");
   add(w, "a.gen.code.output_norm.weight", s, p + "model.norm.weight");
   if (s.dir.find(p + "small_to_mtp_projection.weight")) {
@@ -247,9 +256,13 @@ void write_code_predictor(io::GgufWriter& w, const Source& s, const Qwen3TtsConf
       {"self_attn.o_proj", "attn_out"},   {"post_attention_layernorm", "ln2"}, {"mlp.gate_proj", "ffn_gate"},
       {"mlp.up_proj", "ffn_up"},          {"mlp.down_proj", "ffn_down"}};
   for (std::uint32_t l = 0; l < c.predictor.num_layers; ++l)
-    for (const auto& [hf, gguf] : names)
-      add(w, "a.gen.code.blk." + std::to_string(l) + "." + gguf + ".weight", s,
-          p + "model.layers." + std::to_string(l) + "." + hf + ".weight");
+    for (const auto& [hf, gguf] : names) {
+      const std::string name = p + "model.layers." + std::to_string(l) + "." + hf + ".weight";
+      // ffn_down stays f32, as llama.cpp's converter keeps it (its activations exceed the f16 range).
+      const bool matrix = is_matrix(s.shape(name)) && std::string(gguf) != "ffn_down";
+      add(w, "a.gen.code.blk." + std::to_string(l) + "." + gguf + ".weight", s, name,
+          matrix ? matrix_type : io::GgmlType::f32);
+    }
 }
 
 void add_snake(io::GgufWriter& w, const std::string& name, const Source& s, const std::string& hf) {
@@ -382,11 +395,18 @@ int main(int argc, char** argv) try {
     else if (a == "--mmproj") mmproj = next();
     else if (a == "--ecapa-channels") ecapa = std::stoull(next());
     else if (a == "--seed") seed = std::stoull(next());
+    else if (a == "--type") {
+      const std::string t = next();
+      if (t == "f32") matrix_type = io::GgmlType::f32;
+      else if (t == "f16") matrix_type = io::GgmlType::f16;
+      else if (t == "q8_0") matrix_type = io::GgmlType::q8_0;
+      else throw std::runtime_error("--type must be f32, f16 or q8_0");
+    }
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
   if (dir.empty() || talker.empty() || mmproj.empty()) {
-    std::cerr << "usage: " << program << " DIR --talker talker.gguf --mmproj mmproj.gguf [--ecapa-channels 64] [--seed 1]\n";
+    std::cerr << "usage: " << program << " DIR --talker talker.gguf --mmproj mmproj.gguf [--type f32|f16|q8_0] [--ecapa-channels 64] [--seed 1]\n";
     return 2;
   }
   if (ecapa % 64 != 0) throw std::runtime_error("--ecapa-channels must be a multiple of 64");

@@ -138,6 +138,8 @@ TEST_CASE("codec: a bad code is refused before the stream's state changes", "[qw
   CHECK(state.frames == 3);
   CHECK(pcm.size() == 3u * 1920u);
   CHECK_THROWS_AS(codec().decode(pool, state, std::span(codes).first(17), pcm), invalid_argument);  // not whole frames
+  codec().decode(pool, state, std::span(codes).first(0), pcm);  // no frames: nothing changes
+  CHECK(state.frames == 3);
   codec().decode(pool, state, std::span(codes).subspan(3 * 16), pcm);
   const std::size_t whole[] = {6};
   CHECK(max_abs_difference(pcm, decode_in_chunks(pool, codes, whole)) <= tolerance);

@@ -48,6 +48,7 @@ class Qwen3TtsCodecPass {
   }
 
   void run() {
+    if (runs_.rows() == 0) return;  // nothing to decode: every state stays as it is
     std::vector<float> x = dequantise();
     std::vector<float> y(runs_.rows() * c_.latent_dim);
     conv(w_.pre_conv, x.data(), runs_, y.data());
