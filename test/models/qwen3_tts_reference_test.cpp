@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -103,4 +104,45 @@ TEST_CASE("Qwen3-TTS codec decoder on llama.cpp's codes matches llama.cpp's audi
   INFO("relative L2 " << relative << ", max |difference| " << worst << ", rms " << std::sqrt(norm / g.pcm_every8.size()));
   CHECK(relative <= 1e-2);
   CHECK(worst <= 2e-2);
+}
+
+TEST_CASE("Qwen3-TTS from llama.cpp's GGUF pair speaks as from the Hugging Face directory", "[qwen3_tts][reference]") {
+  // The pair izwi-qwen3-tts-to-gguf writes from the tests' checkpoint: the
+  // text projection folded into token_embd (f32), conv kernels in f16.
+  const fs::path dir = testing::random_qwen3_tts();
+  const fs::path talker = fs::current_path() / "random-qwen3-tts-small-talker.gguf";
+  const fs::path mmproj = fs::current_path() / "random-qwen3-tts-small-mmproj.gguf";
+  if (!fs::exists(mmproj)) {
+    const std::string command = std::string(IZWI_QWEN3_TTS_TO_GGUF) + " " + dir.string() + " --talker " +
+                                talker.string() + " --mmproj " + mmproj.string() + " > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  const Qwen3Tts hf = Qwen3Tts::load(dir), gguf = Qwen3Tts::load_gguf(talker, mmproj);
+  CHECK_THROWS_WITH(Qwen3Tts::load_gguf(mmproj, talker), Catch::Contains("expected \"qwen3tts\""));
+  CHECK(gguf.config().speakers == hf.config().speakers);
+  CHECK(gguf.config().languages == hf.config().languages);
+  CHECK(gguf.config().codec_eos_id == hf.config().codec_eos_id);
+  CHECK(gguf.config().tts_pad_id == hf.config().tts_pad_id);
+  CHECK(gguf.config().predictor.head_dim == hf.config().predictor.head_dim);
+  CHECK(gguf.codec().config().samples_per_frame() == 1920);
+  Qwen3TtsRequest r;
+  r.text_tokens = {9707, 1879, 11, 419, 374};
+  r.language = "english";
+  r.speaker = "ryan";
+  r.sampling = Qwen3TtsSampling::greedy();
+  r.sampling.max_frames = 40;
+  detail::ThreadPool pool(2);
+  Qwen3TtsGenerator from_hf(hf, pool), from_gguf(gguf, pool);
+  const Qwen3TtsCodes a = from_hf.generate(std::span(&r, 1))[0], b = from_gguf.generate(std::span(&r, 1))[0];
+  CHECK(a.codes == b.codes);
+  // The codec decoders differ by the f16 conv kernels only.
+  Qwen3TtsCodecState sa = hf.codec().new_stream(), sb = gguf.codec().new_stream();
+  std::vector<float> pa, pb;
+  hf.codec().decode(pool, sa, a.codes, pa);
+  gguf.codec().decode(pool, sb, a.codes, pb);
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) diff += (pa[i] - pb[i]) * double(pa[i] - pb[i]), norm += double(pa[i]) * pa[i];
+  INFO("relative L2 " << std::sqrt(diff / norm));
+  CHECK(std::sqrt(diff / norm) <= 1e-2);
+  CHECK(std::sqrt(diff / norm) > 0.0);  // the f16 kernels are really the GGUF's
 }

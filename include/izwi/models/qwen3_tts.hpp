@@ -42,6 +42,9 @@
 namespace izwi {
 
 struct Qwen3TtsTalkerWeights {
+  /// From llama.cpp's GGUF: text_projection already applied to every text row
+  /// ([text_vocab][hidden], its token_embd); the text_* fields below are then empty.
+  std::optional<kernels::cpu::WeightMatrix> folded_text_embedding;
   kernels::cpu::WeightMatrix text_embedding;  ///< [text_vocab][text_hidden]
   kernels::cpu::WeightMatrix text_fc1;        ///< [text_hidden][text_hidden]
   kernels::cpu::WeightMatrix text_fc2;        ///< [hidden][text_hidden]
@@ -73,6 +76,11 @@ class Qwen3Tts {
  public:
   /// Loads a Hugging Face Qwen3-TTS directory (see the top of this file).
   static Qwen3Tts load(const std::filesystem::path& dir, Qwen3TtsLoadOptions options = {});
+  /// Loads llama.cpp's GGUF pair (the talker and the mmproj its converter
+  /// writes; tokenizer.json beside the talker when present). Its speaker
+  /// encoder is not read, and spk_is_dialect is not in the pair.
+  static Qwen3Tts load_gguf(const std::filesystem::path& talker_gguf, const std::filesystem::path& mmproj_gguf,
+                            Qwen3TtsLoadOptions options = {});
 
   const Qwen3TtsConfig& config() const noexcept { return config_; }
   const Qwen3TtsTalkerWeights& talker() const noexcept { return talker_; }
@@ -226,4 +234,5 @@ class Qwen3TtsGenerator {
 }  // namespace izwi
 
 #include "izwi/models/impl/qwen3_tts_load.hpp"
+#include "izwi/models/impl/qwen3_tts_gguf.hpp"
 #include "izwi/models/impl/qwen3_tts.hpp"

@@ -39,6 +39,10 @@
 
 namespace izwi {
 
+namespace detail {
+class Qwen3TtsCodecSource;
+}  // namespace detail
+
 /// One stream's carried state: what the next call needs from the frames
 /// already decoded. Made by Qwen3TtsCodecDecoder::new_stream().
 struct Qwen3TtsCodecState {
@@ -67,6 +71,10 @@ class Qwen3TtsCodecDecoder {
   /// Loads speech_tokenizer/ (config.json + model.safetensors; the encoder's
   /// tensors are ignored). Errors name the file, the tensor and the problem.
   static Qwen3TtsCodecDecoder load(const std::filesystem::path& speech_tokenizer_dir);
+  /// Loads the codec decoder from llama.cpp's mmproj GGUF (a.gen.wav.*; its
+  /// shape read from the tensors, the rest as llama.cpp fixes it: 16 heads,
+  /// window 72, θ 1e4, RMSNorm ε 1e-5).
+  static Qwen3TtsCodecDecoder load_gguf(const std::filesystem::path& mmproj_gguf);
 
   const Qwen3TtsCodecConfig& config() const noexcept { return config_; }
   const Qwen3TtsCodecWeights& weights() const noexcept { return *weights_; }
@@ -87,6 +95,7 @@ class Qwen3TtsCodecDecoder {
 
  private:
   Qwen3TtsCodecDecoder() = default;
+  static Qwen3TtsCodecDecoder from_source(const detail::Qwen3TtsCodecSource& source, const Qwen3TtsCodecConfig& config);
   Qwen3TtsCodecConfig config_;
   std::shared_ptr<const Qwen3TtsCodecWeights> weights_;
   std::shared_ptr<const std::vector<std::vector<float>>> storage_;  // what the WeightMatrix views point into
@@ -95,4 +104,5 @@ class Qwen3TtsCodecDecoder {
 }  // namespace izwi
 
 #include "izwi/models/impl/qwen3_tts_codec_load.hpp"
+#include "izwi/models/impl/qwen3_tts_codec_gguf.hpp"
 #include "izwi/models/impl/qwen3_tts_codec.hpp"

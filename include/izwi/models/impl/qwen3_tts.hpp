@@ -118,6 +118,10 @@ inline TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std
 inline void Qwen3TtsGenerator::text_rows(std::span<const TokenId> ids, float* out) {
   const Qwen3TtsTalkerWeights& w = model_->talker();
   const std::size_t n = ids.size(), th = model_->config().text_hidden_size, h = model_->config().talker.hidden_size;
+  if (w.folded_text_embedding) {  // llama.cpp's GGUF: the projection is in the table
+    ops_.embed(*w.folded_text_embedding, ids, out);
+    return;
+  }
   float* e = ops_.buffer(11, n * th);
   float* mid = ops_.buffer(12, n * th);
   ops_.embed(w.text_embedding, ids, e);

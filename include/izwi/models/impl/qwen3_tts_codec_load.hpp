@@ -13,40 +13,69 @@
 
 namespace izwi::detail {
 
+/// Where the codec decoder's tensors come from, asked for under transformers'
+/// names and shapes. Loading is not the hot path: a virtual call per tensor is fine.
+class Qwen3TtsCodecSource {
+ public:
+  virtual ~Qwen3TtsCodecSource() = default;
+  /// The tensor as f32 after checking its shape (format_error naming file and tensor).
+  virtual std::vector<float> tensor(const std::string& name, std::initializer_list<std::uint64_t> shape) const = 0;
+  /// The file or directory, for messages.
+  virtual std::string origin() const = 0;
+  /// SnakeBeta stored folded, as e^α and 1 / (e^β + 1e-9) (llama.cpp's GGUF).
+  virtual bool folded_snake() const { return false; }
+  /// Codebook q ([size][dim]) when stored dequantised; empty when the source
+  /// holds transformers' embedding_sum and cluster_usage instead.
+  virtual std::vector<float> dequantised_codebook(std::size_t, std::size_t, std::size_t) const { return {}; }
+};
+
+/// A Hugging Face speech_tokenizer/ directory.
+class Qwen3TtsCodecDirectorySource final : public Qwen3TtsCodecSource {
+ public:
+  explicit Qwen3TtsCodecDirectorySource(const io::ModelDirectory& dir) : dir_(&dir) {}
+  std::vector<float> tensor(const std::string& name, std::initializer_list<std::uint64_t> shape) const override {
+    return dir_->to_f32(name, shape);
+  }
+  std::string origin() const override { return dir_->path().string(); }
+
+ private:
+  const io::ModelDirectory* dir_;
+};
+
 /// Reads tensors as f32 into an arena that the WeightMatrix views point into.
 /// Shape mismatches and missing tensors throw io::format_error naming the file and tensor.
 class Qwen3TtsCodecLoader {
  public:
-  Qwen3TtsCodecLoader(const io::ModelDirectory& dir, std::vector<std::vector<float>>& arena)
-      : dir_(&dir), arena_(&arena) {}
+  Qwen3TtsCodecLoader(const Qwen3TtsCodecSource& source, std::vector<std::vector<float>>& arena)
+      : src_(&source), arena_(&arena) {}
 
   std::vector<float> vector(const std::string& name, std::size_t n) const {
-    std::vector<float> v = dir_->to_f32(name, {n});
+    std::vector<float> v = src_->tensor(name, {n});
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!std::isfinite(v[i]))
-        throw error(dir_->path().string() + ": tensor '" + name + "' holds a non-finite value at index " +
+        throw error(src_->origin() + ": tensor '" + name + "' holds a non-finite value at index " +
                     std::to_string(i) + "; the checkpoint is corrupt");
     return v;
   }
 
   std::vector<float> values(const std::string& name, std::initializer_list<std::uint64_t> shape) const {
-    return dir_->to_f32(name, shape);
+    return src_->tensor(name, shape);
   }
 
   kernels::cpu::WeightMatrix matrix(const std::string& name, std::size_t rows, std::size_t cols) const {
-    return keep(dir_->to_f32(name, {rows, cols}), rows, cols);
+    return keep(src_->tensor(name, {rows, cols}), rows, cols);
   }
 
   /// A 1x1 Conv1d stored [out][in][1], as a matrix.
   kernels::cpu::WeightMatrix pointwise(const std::string& name, std::size_t out, std::size_t in) const {
-    return keep(dir_->to_f32(name, {out, in, 1}), out, in);
+    return keep(src_->tensor(name, {out, in, 1}), out, in);
   }
 
   Qwen3TtsConv conv(const std::string& prefix, std::uint32_t in, std::uint32_t out, std::uint32_t kernel,
                     std::uint32_t dilation = 1) const {
     Qwen3TtsConv c;
     c.in = in, c.out = out, c.kernel = kernel, c.dilation = dilation;
-    c.weight = keep(dir_->to_f32(prefix + ".weight", {out, in, kernel}), out, std::size_t{in} * kernel);
+    c.weight = keep(src_->tensor(prefix + ".weight", {out, in, kernel}), out, std::size_t{in} * kernel);
     c.bias = vector(prefix + ".bias", out);
     return c;
   }
@@ -56,7 +85,7 @@ class Qwen3TtsCodecLoader {
                                          std::uint32_t kernel, std::uint32_t stride) const {
     Qwen3TtsTransposedConv c;
     c.in = in, c.out = out, c.kernel = kernel, c.stride = stride;
-    const std::vector<float> w = dir_->to_f32(prefix + ".weight", {in, out, kernel});
+    const std::vector<float> w = src_->tensor(prefix + ".weight", {in, out, kernel});
     std::vector<float> t(w.size());
     for (std::size_t i = 0; i < in; ++i)
       for (std::size_t o = 0; o < out; ++o)
@@ -70,14 +99,19 @@ class Qwen3TtsCodecLoader {
     Qwen3TtsSnake s;
     s.alpha_exp = vector(prefix + ".alpha", channels);
     s.inv_beta = vector(prefix + ".beta", channels);
+    if (src_->folded_snake()) return s;
     for (float& a : s.alpha_exp) a = std::exp(a);
     for (float& b : s.inv_beta) b = 1.0f / (std::exp(b) + 1e-9f);
     return s;
   }
 
   /// embedding_sum / max(cluster_usage, 1e-5), appended to `out`.
-  void codebook(const std::string& prefix, std::size_t size, std::size_t dim, std::vector<float>& out) const {
-    const std::vector<float> sum = dir_->to_f32(prefix + "._codebook.embedding_sum", {size, dim});
+  void codebook(const std::string& prefix, std::size_t q, std::size_t size, std::size_t dim, std::vector<float>& out) const {
+    if (std::vector<float> stored = src_->dequantised_codebook(q, size, dim); !stored.empty()) {
+      out.insert(out.end(), stored.begin(), stored.end());
+      return;
+    }
+    const std::vector<float> sum = src_->tensor(prefix + "._codebook.embedding_sum", {size, dim});
     const std::vector<float> usage = vector(prefix + "._codebook.cluster_usage", size);
     for (std::size_t r = 0; r < size; ++r) {
       const float u = std::max(usage[r], 1e-5f);
@@ -90,7 +124,7 @@ class Qwen3TtsCodecLoader {
     arena_->push_back(std::move(values));
     return {DType::f32, rows, cols, arena_->back().data()};
   }
-  const io::ModelDirectory* dir_;
+  const Qwen3TtsCodecSource* src_;
   std::vector<std::vector<float>>* arena_;
 };
 
@@ -173,9 +207,9 @@ inline void load_qwen3_tts_codec_quantizer(const Qwen3TtsCodecLoader& l, const Q
                                            Qwen3TtsCodecWeights& w) {
   const std::size_t half = c.codebook_dim / 2;
   w.codebooks.reserve(std::size_t{c.num_quantizers} * c.codebook_size * half);
-  l.codebook("decoder.quantizer.rvq_first.vq.layers.0", c.codebook_size, half, w.codebooks);
+  l.codebook("decoder.quantizer.rvq_first.vq.layers.0", 0, c.codebook_size, half, w.codebooks);
   for (std::uint32_t q = 0; q + 1 < c.num_quantizers; ++q)
-    l.codebook("decoder.quantizer.rvq_rest.vq.layers." + std::to_string(q), c.codebook_size, half, w.codebooks);
+    l.codebook("decoder.quantizer.rvq_rest.vq.layers." + std::to_string(q), q + 1, c.codebook_size, half, w.codebooks);
   w.first_output_proj = l.pointwise("decoder.quantizer.rvq_first.output_proj.weight", c.codebook_dim, half);
   w.rest_output_proj = l.pointwise("decoder.quantizer.rvq_rest.output_proj.weight", c.codebook_dim, half);
   w.pre_conv = l.conv("decoder.pre_conv.conv", c.codebook_dim, c.latent_dim, 3);
@@ -187,11 +221,17 @@ namespace izwi {
 
 inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::path& speech_tokenizer_dir) {
   const io::ModelDirectory dir = io::ModelDirectory::open(speech_tokenizer_dir);
+  return from_source(detail::Qwen3TtsCodecDirectorySource(dir),
+                     Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json"));
+}
+
+inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
+                                                              const Qwen3TtsCodecConfig& config) {
   Qwen3TtsCodecDecoder d;
-  d.config_ = Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json");
+  d.config_ = config;
   auto storage = std::make_shared<std::vector<std::vector<float>>>();
   auto weights = std::make_shared<Qwen3TtsCodecWeights>();
-  const detail::Qwen3TtsCodecLoader loader(dir, *storage);
+  const detail::Qwen3TtsCodecLoader loader(source, *storage);
   detail::load_qwen3_tts_codec_quantizer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_transformer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_upsampling(loader, d.config_, *weights);
