@@ -60,7 +60,7 @@ Qwen3TtsSampling seeded(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("Qwen3-TTS prompt: the rows of upstream's non-streaming text mode", "[qwen3_tts][prompt]") {
+TEST_CASE("Qwen3-TTS prompt: the rows upstream builds (both text modes, speakers, instructions)", "[qwen3_tts][prompt]") {
   const Qwen3TtsConfig& c = model().config();
   const TokenId pad = c.tts_pad_id, bos = c.tts_bos_id, eos = c.tts_eos_id;
   const std::vector<TokenId> text = {9707, 1879};
