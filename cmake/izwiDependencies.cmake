@@ -51,6 +51,17 @@ if(NOT TARGET izwi::icuuc)
   endif()
 endif()
 
+# zlib (zlib1g-dev): the compression ratio of Whisper's temperature fallback (izwi::asr).
+if(NOT TARGET izwi::zlib)
+  find_package(ZLIB QUIET)
+  add_library(izwi::zlib INTERFACE IMPORTED)
+  if(ZLIB_FOUND)
+    target_link_libraries(izwi::zlib INTERFACE ZLIB::ZLIB)
+  else()
+    target_link_libraries(izwi::zlib INTERFACE z)
+  endif()
+endif()
+
 # A compiled Boost component as an imported target of izwi's: Boost's CMake
 # config target when it has one, else the plain library name (as for audio: a
 # link error naming the library rather than a failed configure).

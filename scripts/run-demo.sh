@@ -2,12 +2,16 @@
 # The main job: on a fresh Debian 12 machine, install what izwi needs, build
 # izwi-server and serve a model on http://127.0.0.1:8000 (OpenAI-compatible).
 #
-# With no --model/--models-dir argument it serves a small Qwen3 with RANDOM
-# weights that it generates on first run (the real Qwen3 tokenizer and chat
-# template, an untrained network: the replies are gibberish, the stack —
-# batching, streaming, metrics — is real). Every argument goes to
-# izwi-server, so `scripts/run-demo.sh --model ~/models/Qwen3-0.6B` serves a
-# real checkpoint instead (see README.md).
+# With no --model/--models-dir argument it serves two models with RANDOM
+# weights that it generates on first run: a small Qwen3 (the real Qwen3
+# tokenizer and chat template) for /v1/chat/completions, and a Whisper of the
+# tiny shape (the real Whisper tokenizer and mel filters, from
+# ../shared/fixtures/whisper or $IZWI_FIXTURES_DIR/whisper) for
+# /v1/audio/transcriptions and /translations. Untrained networks: the text is
+# gibberish, the stack — batching, streaming, metrics — is real. Every
+# argument goes to izwi-server, so `scripts/run-demo.sh --model
+# ~/models/Qwen3-0.6B --model ~/models/ggml-base.en.bin` serves real
+# checkpoints instead (see README.md).
 #
 # Build directory: $IZWI_DEMO_BUILD_DIR (default build/).
 set -euo pipefail
@@ -17,7 +21,7 @@ build="${IZWI_DEMO_BUILD_DIR:-build}"
 
 scripts/setup-debian.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_TOOLS=ON
-cmake --build "$build" --target izwi-server izwi-make-random-qwen3 -j "$(nproc)"
+cmake --build "$build" --target izwi-server izwi-make-random-qwen3 izwi-make-random-whisper -j "$(nproc)"
 server="$build/examples/server/izwi-server"
 [[ -x "$server" ]] || { echo "run-demo.sh: $server was not built" >&2; exit 1; }
 
@@ -40,5 +44,23 @@ if (( wants_default_model )); then
     rm -rf "$demo" && mv "$demo.tmp" "$demo"
   fi
   set -- --model "$demo" "$@"
+
+  # The Whisper: tokenizer (multilingual.tiktoken) and mel filters (carried by
+  # whisper.cpp's for-tests-ggml-tiny.bin) from the shared fixtures.
+  fixtures="${IZWI_FIXTURES_DIR:-$root/../shared/fixtures}"
+  whisper="$build/demo-models/izwi-random-whisper-tiny"
+  if [[ ! -f "$whisper/model.safetensors" ]]; then
+    if [[ -f "$fixtures/whisper/for-tests-ggml-tiny.bin" && -f "$fixtures/whisper/multilingual.tiktoken" ]]; then
+      echo "run-demo.sh: generating an untrained random-weight Whisper (tiny) in $whisper (first run only)" >&2
+      rm -rf "$whisper.tmp"
+      "$build/tools/izwi-make-random-whisper" --out "$whisper.tmp" --shape tiny --seed 1 \
+        --vocab-from "$fixtures/whisper/for-tests-ggml-tiny.bin" --tiktoken "$fixtures/whisper/multilingual.tiktoken" \
+        >&2 || { rm -rf "$whisper.tmp"; exit 1; }
+      rm -rf "$whisper" && mv "$whisper.tmp/hf" "$whisper" && rm -rf "$whisper.tmp"
+    else
+      echo "run-demo.sh: no Whisper fixtures in $fixtures/whisper (set IZWI_FIXTURES_DIR): serving the Qwen3 only" >&2
+    fi
+  fi
+  [[ -f "$whisper/model.safetensors" ]] && set -- --model "$whisper" "$@"
 fi
 exec "$server" "$@"

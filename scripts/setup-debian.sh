@@ -25,6 +25,9 @@ packages=(
   # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
   # for the Qwen2 split pattern come from ICU rather than tables of our own
   libicu-dev
+  # transcription (issue 12): zlib compresses each window's text for Whisper's
+  # compression-ratio test (the temperature fallback), as openai-whisper does
+  zlib1g-dev
   # the OpenCL executor (issue 14): the ICD loader and headers to build
   # izwi::opencl, PoCL's CPU device so its tests run on hosts without a GPU
   # (tests label "opencl"), clinfo to see which devices a host offers. The

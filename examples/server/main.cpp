@@ -28,9 +28,12 @@ namespace {
 
 constexpr const char* usage_intro = R"(usage: izwi-server --model PATH [--model PATH ...] [--models-dir DIR] [options]
 
-An OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models,
-/health, /metrics, /v1/admin/models) for Qwen3 checkpoints: Hugging Face
-directories (config.json, *.safetensors, tokenizer.json) or .gguf files.
+An OpenAI-compatible server (/v1/chat/completions, /v1/completions,
+/v1/audio/transcriptions, /v1/audio/translations, /v1/models, /health,
+/metrics, /v1/admin/models) for Qwen3 checkpoints (Hugging Face directories
+with config.json, *.safetensors, tokenizer.json, or .gguf files) and Whisper
+checkpoints (Hugging Face openai/whisper-* directories, or whisper.cpp's ggml
+.bin files). Several --model flags serve several models at once.
 )";
 
 namespace po = boost::program_options;
@@ -62,6 +65,8 @@ po::typed_value<T>* bounded(T* target, T min, T max, const char* flag, const cha
 /// into plain numbers and converted after parsing.
 struct RawNumbers {
   std::size_t max_body_mb = 25, kv_cache_mb = 1024, max_queue = 256;
+  double max_audio_s = 3600;
+  std::string vad_model;
   long header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 30, shutdown_grace_s = 30;
   std::string scheduling = "fcfs", kv_cache = "paged";
   std::vector<std::string> models;
@@ -76,6 +81,20 @@ po::options_description model_options(RawNumbers& raw) {
        "are loaded")
       ("models-dir", po::value(&raw.models_dir)->value_name("DIR"),
        "checkpoints an admin may load and unload at run time (POST /v1/admin/models/{id}/load, .../unload)");
+  return d;
+}
+
+po::options_description audio_options(RawNumbers& raw) {
+  po::options_description d("Transcription (Whisper models)");
+  d.add_options()
+      ("max-audio-s", po::value(&raw.max_audio_s)->value_name("S")->default_value(raw.max_audio_s, "3600")
+                          ->notifier([](double s) {
+                            if (!(s > 0 && s <= 86400)) usage_error("--max-audio-s wants seconds in (0, 86400]");
+                          }),
+       "longest upload accepted by /v1/audio/transcriptions and /translations (longer: 413)")
+      ("vad-model", po::value(&raw.vad_model)->value_name("PATH"),
+       "Silero VAD weights for chunking_strategy (default: assets/silero-vad/silero_vad_v5_16k.safetensors of "
+       "the source tree when present; without: an energy VAD)");
   return d;
 }
 
@@ -168,6 +187,16 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
   o.loader.max_waiting_requests = raw.max_queue;
   o.server.max_queued_preparations = raw.max_queue;  // the prep queue counts too
   o.loader.enable_prefix_caching = !vm["no-prefix-caching"].as<bool>();
+  o.server.max_audio_seconds = raw.max_audio_s;
+  if (!raw.vad_model.empty()) {
+    if (!std::filesystem::is_regular_file(raw.vad_model)) usage_error("--vad-model " + raw.vad_model + " is not a file");
+    o.server.vad_model = std::filesystem::path(raw.vad_model);
+  }
+#if defined(IZWI_DEFAULT_VAD_MODEL)
+  else if (std::filesystem::is_regular_file(IZWI_DEFAULT_VAD_MODEL)) {
+    o.server.vad_model = std::filesystem::path(IZWI_DEFAULT_VAD_MODEL);
+  }
+#endif
   if (raw.scheduling == "fcfs") o.loader.scheduling = izwi::server::SchedulingPolicy::fcfs;
   else if (raw.scheduling == "priority") o.loader.scheduling = izwi::server::SchedulingPolicy::priority;
   else usage_error("--scheduling-policy wants fcfs or priority, got '" + raw.scheduling + "'");
@@ -181,7 +210,7 @@ Options parse_args(int argc, char** argv) {
   RawNumbers raw;
   o.server.handle_signals = true;
   po::options_description all;
-  all.add(model_options(raw)).add(http_options(o, raw)).add(engine_options(o, raw));
+  all.add(model_options(raw)).add(http_options(o, raw)).add(engine_options(o, raw)).add(audio_options(raw));
   all.add_options()("help,h", "this text");
   po::variables_map vm;
   try {
@@ -205,10 +234,11 @@ Options parse_args(int argc, char** argv) {
 /// the server cannot guess. The README's main job (scripts/run-demo.sh)
 /// generates a random-weight demo checkpoint and passes it as --model.
 std::optional<std::filesystem::path> default_model_when_none_given() {
-  std::fputs("izwi-server: no model to serve: give --model PATH (a Hugging Face Qwen3 directory or a .gguf file)\n"
-             "and/or --models-dir DIR. Example:\n"
-             "  izwi-server --model ./Qwen3-0.6B --port 8000\n"
-             "scripts/run-demo.sh serves a generated random-weight Qwen3 when given no --model.\n"
+  std::fputs("izwi-server: no model to serve: give --model PATH (a Hugging Face Qwen3 or Whisper directory, a\n"
+             ".gguf file or a whisper.cpp ggml .bin file; repeat it to serve several) and/or --models-dir DIR.\n"
+             "Example:\n"
+             "  izwi-server --model ./Qwen3-0.6B --model ./ggml-base.en.bin --port 8000\n"
+             "scripts/run-demo.sh serves a generated random-weight Qwen3 and Whisper when given no --model.\n"
              "(izwi-server --help lists the options)\n",
              stderr);
   return std::nullopt;
@@ -242,7 +272,15 @@ int main(int argc, char** argv) {
   izwi::server::http::raise_open_file_limit();
 
   izwi::server::ModelRegistry registry(izwi::server::cpu_model_loader(options.loader), options.models_dir);
-  izwi::server::Server server(options.server, registry);
+  std::optional<izwi::server::Server> constructed;
+  try {
+    constructed.emplace(options.server, registry);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "izwi-server: cannot load the VAD model %s: %s\n",
+                 options.server.vad_model ? options.server.vad_model->string().c_str() : "", e.what());
+    return 2;
+  }
+  izwi::server::Server& server = *constructed;
 
   // Startup models are queued before the server listens, so /health says 503
   // until they are in (they load on the registry's thread while the server

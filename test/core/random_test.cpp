@@ -28,7 +28,7 @@ TEST_CASE("SequenceRng: xoshiro256** seeded through SplitMix64", "[random]") {
   CHECK(d == izwi::SequenceRng(0));
 }
 
-TEST_CASE("SequenceRng::uniform_float stays in [0, 1) and is roughly uniform", "[random]") {
+TEST_CASE("SequenceRng::uniform_float stays at or above 0 and below 1 and is roughly uniform", "[random]") {
   izwi::SequenceRng rng(42);
   double sum = 0;
   constexpr int n = 100000;

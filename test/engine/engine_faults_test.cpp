@@ -97,7 +97,7 @@ bool valid_utf8(std::string_view s) { return izwi::detail::utf8_first_invalid(s)
 
 }  // namespace
 
-TEST_CASE("a forward pass that throws fails only its request; the loop goes on", "[engine][faults]") {
+TEST_CASE("a forward pass that throws fails only its request, the loop goes on", "[engine][faults]") {
   check_fault_isolated(throw_token, "injected fault in the forward pass");
 }
 
@@ -168,7 +168,7 @@ TEST_CASE("text held back for a stop string is released only between UTF-8 chara
   engine.stop();
 }
 
-TEST_CASE("a throw in output processing fails the step's requests; the engine goes on", "[engine][faults]") {
+TEST_CASE("a throw in output processing fails the step's requests, the engine goes on", "[engine][faults]") {
   const Request victim = make_request(make_prompt(8, 5), 10);
   ToyModelConfig model;
   const std::vector<TokenId> free_run = toy_reference(victim.prompt_tokens, victim.sampling, model);

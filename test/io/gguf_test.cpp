@@ -103,7 +103,7 @@ TEST_CASE("gguf: mistyped and missing metadata are named", "[io][gguf]") {
   CHECK(contains(message_of<format_error>([&] { f.get<double>("absent"); }), "metadata 'absent': missing"));
 }
 
-TEST_CASE("gguf: tensors of every type round-trip; Q8_0 within the format's bound", "[io][gguf]") {
+TEST_CASE("gguf: tensors of every type round-trip, Q8_0 within the format's bound", "[io][gguf]") {
   const std::vector<float> values = random_values(4 * 96, 7, 0.5f);
   GgufWriter w;
   w.set("general.architecture", GgufValue::string("test"));
@@ -184,7 +184,7 @@ TEST_CASE("gguf: layout follows the spec llama.cpp reads", "[io][gguf]") {
   }
 }
 
-TEST_CASE("gguf: write() streams the same bytes serialize() builds; open() maps them", "[io][gguf]") {
+TEST_CASE("gguf: write() streams the same bytes serialize() builds, open() maps them", "[io][gguf]") {
   ScratchDirectory dir("gguf");
   GgufWriter w;
   w.set("general.architecture", GgufValue::string("qwen3"));

@@ -163,7 +163,7 @@ TEST_CASE("json: nesting is capped, so deep input cannot exhaust the stack", "[i
   CHECK(contains(message_of<json_error>([&] { parse_json(deep_objects); }), "nesting deeper than"));
 }
 
-TEST_CASE("json: read_json_file names a missing file; json_quote round-trips", "[io][json]") {
+TEST_CASE("json: read_json_file names a missing file, json_quote round-trips", "[io][json]") {
   ScratchDirectory dir("json");
   CHECK(contains(message_of<izwi::error>([&] { izwi::io::read_json_file(dir.path() / "nope.json"); }), "nope.json"));
   const std::string odd = "q\" b\\ nl\n ctl\x01 \xc3\xa9";

@@ -54,7 +54,7 @@ TEST_CASE("utf8: encoding and decoding round-trip every scalar value", "[io][utf
   }
 }
 
-TEST_CASE("utf8: lossy repair gives one U+FFFD per maximal invalid subpart; code points are counted", "[io][utf8]") {
+TEST_CASE("utf8: lossy repair gives one U+FFFD per maximal invalid subpart, code points are counted", "[io][utf8]") {
   const std::string fffd = "\xef\xbf\xbd";
   const auto repaired = [](std::string_view bytes) {
     std::string out;

@@ -239,7 +239,7 @@ TEST_CASE("Whisper requests: bad input is refused naming the field", "[whisper][
   check_nothing_held(*engine);
 }
 
-TEST_CASE("beam_search on the Whisper engine: width 1 is greedy; width 5 is well formed and shares the audio's blocks",
+TEST_CASE("beam_search on the Whisper engine: width 1 is greedy, width 5 is well formed and shares the audio's blocks",
           "[whisper][engine][beam]") {
   if (!testing::have_whisper_fixtures()) return;
   const auto& s = model("ggml-model.bin").special_tokens();

@@ -140,7 +140,7 @@ std::vector<std::byte> small_ggml_file(std::int32_t tensor_type_override = -1) {
 
 }  // namespace
 
-TEST_CASE("ggml-whisper: written files read back; other ggml types, truncation and bad magic are refused",
+TEST_CASE("ggml-whisper: written files read back, other ggml types, truncation and bad magic are refused",
           "[whisper][io]") {
   const auto file = io::GgmlWhisperFile::from_bytes(small_ggml_file(), "small.bin");
   CHECK(file.hparams().n_vocab == 51864);
@@ -161,7 +161,7 @@ TEST_CASE("ggml-whisper: written files read back; other ggml types, truncation a
   CHECK_THROWS_WITH(io::GgmlWhisperFile::from_bytes(wrong_magic, "magic.bin"), Catch::Contains("not a ggml-whisper"));
 }
 
-TEST_CASE("WhisperTokenizer: ggml vocabularies equal the tiktoken ranks; text round-trips", "[whisper][tokenizer]") {
+TEST_CASE("WhisperTokenizer: ggml vocabularies equal the tiktoken ranks, text round-trips", "[whisper][tokenizer]") {
   if (!testing::have_whisper_fixtures()) return;
   const auto dir = testing::whisper_fixtures() / "whisper";
   const auto ggml = io::GgmlWhisperFile::open(dir / "for-tests-ggml-tiny.bin");

@@ -131,7 +131,7 @@ TEST_CASE("prefix-cache keys: root from salt and voice, audio from its content h
   CHECK(s.find(1)->prefix_keys.audio_length == 0);
 }
 
-TEMPLATE_TEST_CASE("randomized: budget, max_num_seqs and the cache contract hold; every block returns",
+TEMPLATE_TEST_CASE("randomized: budget, max_num_seqs and the cache contract hold, every block returns",
                    "[scheduler][property]", FcfsScheduler, PriorityScheduler) {
   for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     INFO("seed " << seed);
@@ -290,7 +290,7 @@ TEST_CASE("chunked prefill splits a long prompt and samples only at its end", "[
   }
 }
 
-TEST_CASE("preemption: no admission in that step; the victim resumes ahead of later arrivals", "[scheduler][preemption]") {
+TEST_CASE("preemption: no admission in that step, the victim resumes ahead of later arrivals", "[scheduler][preemption]") {
   // 4 blocks of 4 tokens. A and B (4-token prompts) each need a second block at
   // token 5 and a third at token 9: the cache runs out and B, the newest, gives way.
   FcfsScheduler scheduler(small_config(64, 2));

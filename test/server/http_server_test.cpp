@@ -752,7 +752,7 @@ TEST_CASE("http: /metrics has the engine's and the HTTP layer's metrics", "[serv
   CHECK(r.body.find("izwi_http_request_duration_seconds_bucket") != std::string::npos);
 }
 
-TEST_CASE("http: admin routes take the admin key only; none configured: 403 naming the flag", "[server][http]") {
+TEST_CASE("http: admin routes take the admin key only, none configured: 403 naming the flag", "[server][http]") {
   {
     Harness h;  // no keys at all: inference is open, admin is not
     CHECK(get(h.port, "/v1/models").status == 200);
@@ -882,7 +882,7 @@ std::string sse_text(const std::string& body) {
 
 }  // namespace
 
-TEST_CASE("http: a Transfer-Encoding without a final chunked is 400 and closes; its body is never a request",
+TEST_CASE("http: a Transfer-Encoding without a final chunked is 400 and closes, its body is never a request",
           "[server][http]") {
   Harness h;
   const std::string smuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -944,7 +944,7 @@ TEST_CASE("http: chunk extensions and chunk-size lines are bounded", "[server][h
   CHECK(get(h.port, "/livez").status == 200);
 }
 
-TEST_CASE("http: HEAD is answered like GET without a body; keep-alive stays in step", "[server][http]") {
+TEST_CASE("http: HEAD is answered like GET without a body, keep-alive stays in step", "[server][http]") {
   Harness h;
   const std::string get_body = get(h.port, "/v1/models").body;
   RawSocket s(h.port);
@@ -984,7 +984,7 @@ TEST_CASE("http: an HTTP/1.1 request without exactly one Host is 400", "[server]
   CHECK(out.rfind("HTTP/1.0 200", 0) == 0);
 }
 
-TEST_CASE("http: metric labels take known methods only; others count as OTHER", "[server][http]") {
+TEST_CASE("http: metric labels take known methods only, others count as OTHER", "[server][http]") {
   izwi::server::http::HttpMetrics m;
   m.observe("BREW", "unmatched", 405, 0.001);
   m.observe("GET", "unmatched", 404, 0.001);
@@ -1054,7 +1054,7 @@ TEST_CASE("http: a half-closed client still gets its answer", "[server][http][th
   CHECK(h.wait_idle());
 }
 
-TEST_CASE("http: an exception on an I/O thread closes one connection; the server goes on", "[server][http][threads]") {
+TEST_CASE("http: an exception on an I/O thread closes one connection, the server goes on", "[server][http][threads]") {
   // A pending response whose resume() throws (a handler bug), and a handler
   // that posts throwing work to the strand outside any session guard.
   struct ThrowingPending final : izwi::server::http::PendingResponse {
@@ -1088,7 +1088,7 @@ TEST_CASE("http: an exception on an I/O thread closes one connection; the server
   CHECK(get(h.port, "/metrics").body.find("izwi_http_handler_exceptions_total 2") != std::string::npos);
 }
 
-TEST_CASE("http: the connection limit fits the open-file limit; beyond it, 503", "[server][http][threads]") {
+TEST_CASE("http: the connection limit fits the open-file limit, beyond it, 503", "[server][http][threads]") {
   using izwi::server::http::connection_limit_for;
   CHECK(connection_limit_for(1024, 1024) < 1024);
   CHECK(connection_limit_for(1024, 1u << 20) == 1024);
@@ -1280,7 +1280,7 @@ TEST_CASE("registry: entries() while models load and unload (ThreadSanitizer)", 
   CHECK(registry.find("b") != nullptr);
 }
 
-TEST_CASE("registry: one id per checkpoint; load errors do not show the models directory", "[server][registry]") {
+TEST_CASE("registry: one id per checkpoint, load errors do not show the models directory", "[server][registry]") {
   const auto root = std::filesystem::temp_directory_path() / ("izwi-http-models-" + std::to_string(::getpid()));
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root);
@@ -1314,7 +1314,7 @@ TEST_CASE("registry: one id per checkpoint; load errors do not show the models d
   CHECK(registry.entry("quant")->error.find(root.string()) == std::string::npos);
 }
 
-TEST_CASE("http: a request whose forward pass throws or yields NaN fails alone; the server stays up",
+TEST_CASE("http: a request whose forward pass throws or yields NaN fails alone, the server stays up",
           "[server][http][faults]") {
   FakeEngineOptions options;
   options.throw_token = 7;  // the prompt byte \u0007

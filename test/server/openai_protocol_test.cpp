@@ -172,7 +172,7 @@ TEST_CASE("chat request: defaults", "[server][openai]") {
   CHECK(nulls.sampling.temperature == 1.0f);
 }
 
-TEST_CASE("chat request: max_completion_tokens wins over max_tokens; stop as a string", "[server][openai]") {
+TEST_CASE("chat request: max_completion_tokens wins over max_tokens, stop as a string", "[server][openai]") {
   CHECK(parse_chat_completion_request(chat_body(R"("max_tokens":5,"max_completion_tokens":9)")).sampling.max_tokens ==
         std::optional<std::uint32_t>(9));
   CHECK(parse_chat_completion_request(chat_body(R"("stop":"###")")).sampling.stop == std::vector<std::string>{"###"});
@@ -426,7 +426,7 @@ TEST_CASE("finish reasons as vLLM sends them", "[server][openai]") {
   CHECK(finish_reason_string(izwi::FinishReason::error) == "error");
 }
 
-TEST_CASE("chat chunks: role first, content deltas, finish, usage; they concatenate to the text", "[server][openai]") {
+TEST_CASE("chat chunks: role first, content deltas, finish, usage, they concatenate to the text", "[server][openai]") {
   const ResponseMeta m = meta("chatcmpl-", /*include_usage=*/true);
   const std::vector<std::string> pieces = {"Hel", "lo", ", wor", "ld \xE2\x9C\x93", "\n!"};
   std::vector<json::object> chunks;

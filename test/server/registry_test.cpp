@@ -216,6 +216,11 @@ TEST_CASE("not ready while a startup model loads", "[server][registry]") {
   registry.load_path("/models/qwen3-q8_0.gguf", std::nullopt, gguf.callback());
   CHECK_FALSE(gguf.get().has_value());
   CHECK(registry.find("qwen3-q8_0") != nullptr);
+
+  Outcome ggml;  // whisper.cpp's files: served without ".bin"
+  registry.load_path("/models/ggml-base.en.bin", std::nullopt, ggml.callback());
+  CHECK_FALSE(ggml.get().has_value());
+  CHECK(registry.find("ggml-base.en") != nullptr);
 }
 
 TEST_CASE("metrics of several models merge into one valid exposition", "[server][registry]") {
@@ -285,7 +290,21 @@ TEST_CASE("the CPU loader names what it cannot serve", "[server][loader]") {
     return std::string("loaded");
   };
   CHECK(message_of(dir.root / "missing").find("no such file") != std::string::npos);
-  CHECK(message_of(dir.root / "notes.txt").find("neither a model directory nor a .gguf") != std::string::npos);
+  CHECK(message_of(dir.root / "notes.txt").find("neither a model directory, a .gguf file nor a whisper.cpp ggml file") !=
+        std::string::npos);
+  // A file with the ggml magic is taken for a Whisper checkpoint: its error is the Whisper loader's, naming it.
+  std::ofstream(dir.root / "ggml-tiny.bin", std::ios::binary) << "lmgg" << std::string(16, '\0');
+  const std::string ggml = message_of(dir.root / "ggml-tiny.bin");
+  INFO(ggml);
+  CHECK(ggml.find("ggml-tiny.bin") != std::string::npos);
+  CHECK(ggml.find("neither") == std::string::npos);
+  // Whisper's config.json has no hidden_size: recognised by model_type alone.
+  std::filesystem::create_directories(dir.root / "whisper-dir");
+  std::ofstream(dir.root / "whisper-dir" / "config.json") << R"({"model_type": "whisper"})";
+  const std::string whisper = message_of(dir.root / "whisper-dir");
+  INFO(whisper);
+  CHECK(whisper.find("hidden_size") == std::string::npos);
+  CHECK(whisper != "loaded");
   CHECK(message_of(dir.root / "not-a-model").find("no config.json") != std::string::npos);
   std::ofstream(dir.root / "tiny" / "config.json") << R"({"model_type": "llama", "hidden_size": 8})";
   const std::string llama = message_of(dir.root / "tiny");
@@ -436,7 +455,7 @@ TEST_CASE("crafted files: bad hyper-parameters are refused in both formats", "[s
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("crafted files: a tokenizer larger than the embedding table is refused; the registry stays up",
+TEST_CASE("crafted files: a tokenizer larger than the embedding table is refused, the registry stays up",
           "[server][loader][crafted]") {
   if (!testing::have_qwen3_tokenizer()) return;
   const auto dir = small_qwen3("vocab");

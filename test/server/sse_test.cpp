@@ -70,7 +70,7 @@ TEST_CASE("sse: OpenAI's framing", "[server][sse]") {
   CHECK(out == "xdata: y\n\n");
 }
 
-TEST_CASE("sse: a stream of chunks reads back in order; comments are skipped", "[server][sse]") {
+TEST_CASE("sse: a stream of chunks reads back in order, comments are skipped", "[server][sse]") {
   std::string stream;
   stream += sse::data(R"({"n":1})");
   stream += sse::keep_alive;

@@ -30,7 +30,7 @@ TEST_CASE("chat template: generation prompt with thinking on and off", "[tokeniz
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
-TEST_CASE("chat template: reasoning is stripped of newlines only, as Python's str.strip('\\n')",
+TEST_CASE("chat template: reasoning is stripped of newlines only, as Python's str.strip of a newline",
           "[tokenizer][chat]") {
   ChatMessage a = msg("assistant", "x");
   a.reasoning_content = " \nrc\n ";

@@ -57,7 +57,7 @@ TEST_CASE("qwen2 split: whitespace runs", "[tokenizer][split]") {
   CHECK(split("a\u0085\u0085b") == Pieces{"a", "\u0085", "\u0085b"});
 }
 
-TEST_CASE("qwen2 split: letters are \\p{L} (CJK, combining marks are not letters)", "[tokenizer][split]") {
+TEST_CASE("qwen2 split: letters are Unicode letters, p{L} (CJK, combining marks are not letters)", "[tokenizer][split]") {
   CHECK(split("你好世界") == Pieces{"你好世界"});
   CHECK(split("日本語のテキスト") == Pieces{"日本語のテキスト"});
   // U+0301 (a combining mark, category Mn) is neither a letter nor a number.

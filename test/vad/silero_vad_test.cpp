@@ -60,7 +60,7 @@ TEST_CASE("Silero VAD: one probability per 512 samples, tail zero-padded", "[sil
   CHECK(model().speech_probabilities({}).empty());
 }
 
-TEST_CASE("Silero VAD: a stream window by window equals the whole-signal call; reset restarts", "[silero]") {
+TEST_CASE("Silero VAD: a stream window by window equals the whole-signal call, reset restarts", "[silero]") {
   if (vad_test::skip_without_fixtures()) return;
   const auto samples = vad_test::read_wav_16k_mono(vad_test::fixtures() / "audio/jfk.wav");
   const std::span<const float> first(samples.data(), 100 * 512);

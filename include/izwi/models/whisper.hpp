@@ -202,7 +202,35 @@ class Whisper {
   void forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> self,
                std::span<const typename Ops::attention_sequence> cross, K& kv, float* logits) const;
 
+  /// forward() that also returns what word timestamps need: for every token
+  /// of the batch, the cross-attention probabilities of `heads` ((decoder
+  /// layer, head) pairs) over the first `audio_frames` encoder positions,
+  /// the softmax taken over those positions only (openai-whisper's
+  /// find_alignment looks at the audio actually present):
+  /// weights [heads.size()][batch tokens][audio_frames]. The decoder pass
+  /// itself is forward()'s, through the cache; the alignment heads' keys are
+  /// recomputed in f32 from `encoder_out` (the window's encoder output,
+  /// [n_audio_ctx][d_model]) because the cache's layout belongs to the
+  /// backend and may hold them in f16.
+  template <WhisperOps Ops, KVCachePolicy K>
+  void alignment_weights(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> self,
+                         std::span<const typename Ops::attention_sequence> cross, K& kv, const float* encoder_out,
+                         std::span<const std::pair<std::uint32_t, std::uint32_t>> heads, std::size_t audio_frames,
+                         float* weights, float* logits) const;
+
  private:
+  /// The decoder layers of forward(); `on_cross_query(layer, q)` sees each
+  /// layer's cross-attention queries ([tokens][d_model]). Returns the final
+  /// hidden rows (an ops buffer, before the last layer norm).
+  template <WhisperOps Ops, KVCachePolicy K, class OnCrossQuery>
+  const float* decode_layers(Ops& ops, const ForwardBatch& batch,
+                             std::span<const typename Ops::attention_sequence> self,
+                             std::span<const typename Ops::attention_sequence> cross, K& kv,
+                             OnCrossQuery&& on_cross_query) const;
+  /// Final layer norm and tied logits of batch.logit_rows of `x`.
+  template <WhisperOps Ops>
+  void output_logits(Ops& ops, const float* x, std::span<const std::uint32_t> rows, float* logits) const;
+
   Whisper() = default;
   friend struct detail::whisper::Loader;
 

@@ -13,9 +13,11 @@
 //   auto text = izwi::whisper_greedy_decode(run, {.language = "en"});
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "izwi/executor/detail/cpu_ops.hpp"
@@ -49,6 +51,14 @@ class WhisperRunner {
   /// Appends `tokens` to the sequence and returns the logits of the last one
   /// ([vocab]), or of every one when `all_rows` ([tokens][vocab]).
   std::span<const float> feed(std::span<const TokenId> tokens, bool all_rows = false);
+  /// A fresh decoder sequence (restart()) fed `tokens` while taking the
+  /// cross-attention probabilities of the alignment `heads` over the first
+  /// `audio_frames` encoder positions (Whisper::alignment_weights):
+  /// `weights` becomes [heads][tokens][audio_frames]. Returns every token's
+  /// logits ([tokens][vocab]). Word timestamps (whisper_alignment.hpp) use it.
+  std::span<const float> feed_with_alignment(std::span<const TokenId> tokens,
+                                             std::span<const std::pair<std::uint32_t, std::uint32_t>> heads,
+                                             std::size_t audio_frames, std::vector<float>& weights);
   /// Decoder tokens fed since start() or restart().
   std::span<const TokenId> tokens() const noexcept {
     return std::span<const TokenId>(sequence_tokens_).subspan(model_->audio_positions());
@@ -58,6 +68,10 @@ class WhisperRunner {
   void restart();
 
  private:
+  /// feed()'s checks, slots and batch; `run(batch, self, cross)` does the pass.
+  template <class Run>
+  std::span<const float> feed_tokens(std::span<const TokenId> tokens, bool all_rows, Run&& run);
+
   const Whisper* model_;
   detail::ThreadPool pool_;
   detail::CpuOps ops_;

@@ -9,8 +9,9 @@
 // step loop behind it stays free of virtual calls.
 //
 // EngineModel<E> adapts an engine E (with a detokenizing executor whose
-// model has a tokenizer, e.g. CpuExecutor<Qwen3>) and runs E's loop on its
-// own thread for the handle's lifetime.
+// model has a tokenizer: CpuExecutor<Qwen3>, or WhisperCpuExecutor, whose
+// model it also hands out as whisper_model()) and runs E's loop on its own
+// thread for the handle's lifetime.
 
 #include <atomic>
 #include <chrono>
@@ -30,6 +31,10 @@
 #include "izwi/core/request.hpp"
 #include "izwi/engine/stream.hpp"
 #include "izwi/tokenizer/chat_template.hpp"
+
+namespace izwi {
+class Whisper;
+}
 
 namespace izwi::server {
 
@@ -95,6 +100,12 @@ class AnyEngine {
   virtual std::string token_bytes(TokenId id) const = 0;
   virtual std::size_t vocab_size() const noexcept = 0;
 
+  // --- speech recognition ---
+  /// The Whisper model behind a transcription engine (its tokenizer, special
+  /// ids and shape, to build window requests with make_whisper_request);
+  /// nullptr for other models.
+  virtual const Whisper* whisper_model() const noexcept { return nullptr; }
+
   // --- serving ---
   /// Queues a request; its chunks arrive on the returned stream (see
   /// ResponseStream::on_ready for event-loop consumers). Throws
@@ -127,6 +138,7 @@ class EngineModel final : public AnyEngine {
                           const tokenizer::ChatTemplateOptions& options) const override;
   std::string token_bytes(TokenId id) const override;
   std::size_t vocab_size() const noexcept override;
+  const Whisper* whisper_model() const noexcept override;
   ResponseStream submit(Request request) override;
   std::string metrics_text() const override;
   EngineStatus status() const override;

@@ -4,10 +4,13 @@
 //
 //   Hugging Face directory (config.json "model_type": "qwen3") or a qwen3
 //   .gguf file  →  Engine<Scheduler, KVCache, CpuExecutor<Qwen3>>
+//   with the scheduler (FcfsScheduler or PriorityScheduler) and the KV cache
+//   (PagedKVCache<> or UnifiedKVCache<>) the settings name: four compile-time
+//   configurations behind the one AnyEngine boundary;
 //
-// with the scheduler (FcfsScheduler or PriorityScheduler) and the KV cache
-// (PagedKVCache<> or UnifiedKVCache<>) the settings name: four compile-time
-// configurations behind the one AnyEngine boundary.
+//   Hugging Face directory ("model_type": "whisper") or a whisper.cpp ggml
+//   .bin file  →  WhisperCpuEngine (FCFS, paged cache), serving asr (and
+//   translation, multilingual models) through /v1/audio/*.
 //
 // Anything else is refused with an error naming the path and what was found.
 // Host programs with other engine configurations write their own Loader

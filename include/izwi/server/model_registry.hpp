@@ -1,7 +1,7 @@
 #pragma once
 // ModelRegistry: the models a server holds, by id, and their life cycle.
 //
-// Models come from two places: --model PATH at startup (served under the
+// Models come from two places: --model PATH at startup (repeatable; served under the
 // directory's or file's name) and --models-dir DIR, whose entries an admin
 // can load and unload by id at run time. An id resolves only to a direct
 // entry of the models directory: no separators, no "..", no absolute path —
@@ -65,7 +65,7 @@ class ModelRegistry {
   ModelRegistry& operator=(const ModelRegistry&) = delete;
 
   /// Queues the load of a startup model (--model PATH); its id is the last
-  /// path component without a .gguf extension unless `id` is given.
+  /// path component without a .gguf or .bin extension unless `id` is given.
   void load_path(const std::filesystem::path& path, std::optional<std::string> id = std::nullopt, Done done = {});
   /// Admin: loads `id` from the models directory. Fails through `done` with
   /// 404 (no such entry / no models directory), 400 (an id that is not a

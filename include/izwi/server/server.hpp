@@ -14,7 +14,9 @@
 // Endpoints (see docs/server.md, "HTTP"):
 //   POST /v1/chat/completions, /v1/completions      (stream or not)
 //   GET  /v1/models, /v1/models/{id}
-//   POST /v1/audio/speech, /v1/audio/transcriptions, /v1/audio/translations
+//   POST /v1/audio/transcriptions, /v1/audio/translations (Whisper models:
+//        multipart upload, json/text/srt/vtt/verbose_json or SSE)
+//   POST /v1/audio/speech                            (answers which model is missing)
 //   GET  /health, /livez, /readyz, /metrics          (no API key needed)
 //   GET  /v1/admin/models, /v1/admin/models/{id}  (admin key: admin_api_keys)
 //   POST /v1/admin/models/{id}/load, /v1/admin/models/{id}/unload
@@ -33,6 +35,7 @@
 #include <cstddef>
 #include <functional>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,12 +57,14 @@
 #include "izwi/server/http/metrics.hpp"
 #include "izwi/server/http/router.hpp"
 #include "izwi/server/http/session.hpp"
+#include "izwi/models/silero_vad.hpp"
 #include "izwi/server/model_registry.hpp"
 
 namespace izwi::server {
 
 namespace detail {
 struct PreparedGeneration;
+struct PreparedTranscription;
 }
 
 struct ServerConfig {
@@ -94,6 +99,12 @@ struct ServerConfig {
   bool handle_signals = false;
   /// One line per request on stderr.
   bool access_log = true;
+  /// Longest audio the transcription endpoints accept, in seconds (longer: 413,
+  /// found from the file's header before it is decoded).
+  double max_audio_seconds = 3600.0;
+  /// Silero VAD weights (assets/silero-vad/silero_vad_v5_16k.safetensors) for
+  /// chunking_strategy; unset: the energy VAD decides where speech is.
+  std::optional<std::filesystem::path> vad_model;
 };
 
 /// What a route handler gets. Handlers run on the connection's strand: they
@@ -120,7 +131,8 @@ class Server final : private http::SessionHost {
  public:
   using Handler = std::function<void(HandlerContext&)>;
 
-  /// The registry must outlive the server.
+  /// The registry must outlive the server. Throws (io::format_error,
+  /// izwi::error) when config.vad_model cannot be loaded.
   Server(ServerConfig config, ModelRegistry& registry);
   /// Stops (gracefully, as stop()) and waits.
   ~Server() override;
@@ -197,6 +209,9 @@ class Server final : private http::SessionHost {
   void admin_load(HandlerContext& ctx);
   void admin_unload(HandlerContext& ctx);
   void audio_unavailable(HandlerContext& ctx, Task task);
+  void transcribe(HandlerContext& ctx, Task task);
+  detail::PreparedTranscription prepare_transcription(const std::string& content_type, const std::string& body,
+                                                      Task task);
 
   std::shared_ptr<AnyEngine> resolve_model(const std::string& name, Task task) const;
   std::string loaded_model_names(Task task) const;
@@ -212,6 +227,7 @@ class Server final : private http::SessionHost {
   http::ApiKeys admin_keys_;
   http::HttpMetrics metrics_;
   http::Router<Handler> router_;
+  std::optional<models::SileroVad> vad_;  // config_.vad_model, loaded once
   std::unordered_map<std::string, RouteAccess> route_access_;  // "METHOD pattern" -> access
 
   std::atomic<bool> draining_{false};

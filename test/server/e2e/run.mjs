@@ -1,14 +1,17 @@
 // CTest entry of izwi-server's end-to-end tests (test/server/CMakeLists.txt):
 //
 //   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
-//                [--promtool=BIN] [--require-promtool] TEST.mjs...
+//                [--promtool=BIN] [--require-promtool]
+//                [--make-whisper=BIN --fixtures=DIR --require-whisper] TEST.mjs...
 //
 // (--key=value: CMake passes an empty value where a target is not built.)
 //
 // Checks what the tests need and exits 77 (CTest's SKIP_RETURN_CODE) with the
 // reason when something is absent: never a silent pass. Makes the random-weight
 // Qwen3 checkpoint once per build tree (tiny: hidden 64, 2 layers, the real
-// Qwen3 tokenizer and vocabulary), then runs `node --test` on the files.
+// Qwen3 tokenizer and vocabulary) — and, with --require-whisper, a random-weight
+// Whisper (tiny shape, the real tokenizer, from ../shared/fixtures/whisper) —
+// then runs `node --test` on the files.
 import {spawnSync} from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -77,9 +80,48 @@ if (current !== wanted || !fs.existsSync(path.join(model, "model.safetensors")))
   }
 }
 
+// The Whisper checkpoint (audio suite): izwi-make-random-whisper writes an
+// HF directory (hf/) beside ggml files; the directory's name is the model id.
+let whisper = "";
+if (opts.requireWhisper !== undefined) {
+  const fixtures = process.env.IZWI_FIXTURES_DIR || opts.fixtures || "";
+  const vocab = path.join(fixtures, "whisper/for-tests-ggml-tiny.bin");
+  const tiktoken = path.join(fixtures, "whisper/multilingual.tiktoken");
+  if (!opts.makeWhisper || !fs.existsSync(opts.makeWhisper))
+    skip(`izwi-make-random-whisper (${opts.makeWhisper || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
+  if (!fs.existsSync(vocab) || !fs.existsSync(tiktoken) || !fs.existsSync(path.join(fixtures, "audio/jfk.wav")))
+    skip(`the Whisper fixtures are not in '${fixtures}' (../shared/fixtures; IZWI_FIXTURES_DIR overrides)`);
+  process.env.IZWI_FIXTURES_DIR = fixtures;
+  const whisperArgs = ["--shape", "tiny", "--seed", "1"];
+  whisper = path.join(opts.work, "izwi-e2e-whisper");
+  const whisperStamp = path.join(whisper, "izwi-e2e-args.json");
+  const want = JSON.stringify(whisperArgs);
+  const have = fs.existsSync(whisperStamp) ? fs.readFileSync(whisperStamp, "utf8") : null;
+  if (have !== want || !fs.existsSync(path.join(whisper, "model.safetensors"))) {
+    fs.mkdirSync(opts.work, {recursive: true});
+    const tmp = fs.mkdtempSync(path.join(opts.work, ".whisper-"));
+    const w = spawnSync(opts.makeWhisper, ["--out", tmp, "--vocab-from", vocab, "--tiktoken", tiktoken, ...whisperArgs],
+                        {stdio: ["ignore", "ignore", "inherit"]});
+    if (w.status !== 0) {
+      console.error(`izwi-make-random-whisper failed (exit ${w.status})`);
+      process.exit(1);
+    }
+    const hf = path.join(tmp, "hf");
+    fs.writeFileSync(path.join(hf, "izwi-e2e-args.json"), want);
+    fs.chmodSync(hf, 0o755);
+    fs.rmSync(whisper, {recursive: true, force: true});
+    try {
+      fs.renameSync(hf, whisper);
+    } catch (e) {
+      if (!fs.existsSync(path.join(whisper, "model.safetensors"))) throw e;
+    }
+    fs.rmSync(tmp, {recursive: true, force: true});
+  }
+}
+
 const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...files], {
   stdio: "inherit",
   env: {...process.env, IZWI_SERVER: opts.server, IZWI_E2E_MODEL: model, IZWI_NODE_MODULES: opts.nodeModules,
-        IZWI_PROMTOOL: opts.promtool ?? ""},
+        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper},
 });
 process.exit(r.status ?? 1);

@@ -19,17 +19,21 @@ namespace izwi {
 ///   ops.silu_mul(gate, up, n)                       gate = silu(gate) * up
 ///   ops.add(x, y, n)                                x += y
 ///   ops.gather_rows(x, dim, rows, out)              out[i] = x[rows[i]]
+namespace detail {
+
+/// Qwen3's decoder layers over x ([t][hidden], already embedded), in place:
+/// the body Qwen3::forward and Qwen3-TTS's talker and code predictor share.
+/// Uses the ops' scratch slots 1..7; x may be slot 0.
 template <BackendOps Ops, KVCachePolicy K>
-void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
-                    K& kv, float* logits) const {
-  const Qwen3Config& c = config_;
-  const std::size_t t = batch.tokens.size();
+void qwen3_decoder_layers(Ops& ops, const Qwen3Config& c, std::span<const Qwen3LayerWeights> layers, DType kv_dtype,
+                          const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
+                          K& kv, float* x) {
+  const std::size_t t = batch.positions.size();
   const std::size_t hidden = c.hidden_size;
   const std::size_t q_dim = std::size_t{c.num_heads} * c.head_dim;
   const std::size_t kv_dim = std::size_t{c.num_kv_heads} * c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
 
-  float* x = ops.buffer(0, t * hidden);
   float* h = ops.buffer(1, t * hidden);
   float* q = ops.buffer(2, t * q_dim);
   float* k = ops.buffer(3, t * kv_dim);
@@ -38,9 +42,8 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
   float* gate = ops.buffer(6, t * c.intermediate_size);
   float* up = ops.buffer(7, t * c.intermediate_size);
 
-  ops.embed(embed_tokens_, batch.tokens, x);
   for (std::uint32_t l = 0; l < c.num_layers; ++l) {
-    const Qwen3LayerWeights& w = layers_[l];
+    const Qwen3LayerWeights& w = layers[l];
     ops.rms_norm(x, t, hidden, w.input_norm.data(), eps, h);
     // q, k and v (then gate and up) read the same rows: one pass over the
     // threads for all three instead of three (one pool synchronisation; the
@@ -53,8 +56,8 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
     // Every token's K/V is in the cache before any attention reads it: a
     // sequence may hit prefix blocks that another computes in this same step.
     const KVLayerView view = kv.layer(l);
-    ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, c.num_kv_heads, c.head_dim);
-    ops.attention(q, sequences, view, kv_cache_dtype_, kv.block_size(), c.num_heads, c.num_kv_heads, c.head_dim, attn);
+    ops.store_kv(view, kv_dtype, k, v, batch.slots, c.num_kv_heads, c.head_dim);
+    ops.attention(q, sequences, view, kv_dtype, kv.block_size(), c.num_heads, c.num_kv_heads, c.head_dim, attn);
     ops.matmul(attn, t, w.o_proj, h);
     ops.add(x, h, t * hidden);
 
@@ -64,6 +67,20 @@ void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typenam
     ops.matmul(gate, t, w.down_proj, h);
     ops.add(x, h, t * hidden);
   }
+}
+
+}  // namespace detail
+
+template <BackendOps Ops, KVCachePolicy K>
+void Qwen3::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> sequences,
+                    K& kv, float* logits) const {
+  const Qwen3Config& c = config_;
+  const std::size_t hidden = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  float* x = ops.buffer(0, batch.tokens.size() * hidden);
+  ops.embed(embed_tokens_, batch.tokens, x);
+  detail::qwen3_decoder_layers(ops, c, std::span<const Qwen3LayerWeights>(layers_), kv_cache_dtype_, batch, sequences,
+                               kv, x);
   // Only the rows that sample need the final norm and the (large) lm_head.
   const std::size_t rows = batch.logit_rows.size();
   if (rows == 0) return;

@@ -3,7 +3,10 @@
 // written against WhisperOps. Loading: whisper_load.hpp.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <span>
 
 #include "izwi/core/error.hpp"
@@ -28,6 +31,31 @@ void mlp_block(Ops& ops, const WhisperLayerWeights& w, float* x, std::size_t row
   ops.gelu(hidden, rows * w.fc1.weight.rows);
   linear(ops, hidden, rows, w.fc2, h);
   ops.add(x, h, rows * d);
+}
+
+/// probabilities[r][j] = softmax_j(q_r · k_j / sqrt(head_dim)) over keys
+/// j < n of one head (its columns [column, column + head_dim) of q's and k's
+/// rows). Plain loops: word timestamps run it for a few heads once per segment.
+inline void attention_probabilities(const float* q, std::size_t rows, std::size_t q_stride, const float* k,
+                                    std::size_t n, std::size_t k_stride, std::size_t column, std::size_t head_dim,
+                                    float* probabilities) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* qr = q + r * q_stride + column;
+    float* p = probabilities + r * n;
+    float top = -INFINITY;
+    for (std::size_t j = 0; j < n; ++j) {
+      const float* kj = k + j * k_stride + column;
+      float dot = 0;
+      for (std::size_t e = 0; e < head_dim; ++e) dot += qr[e] * kj[e];
+      p[j] = dot * scale;
+      top = std::max(top, p[j]);
+    }
+    double sum = 0;
+    for (std::size_t j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - top);
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (std::size_t j = 0; j < n; ++j) p[j] *= inv;
+  }
 }
 
 }  // namespace detail::whisper
@@ -105,6 +133,49 @@ void Whisper::store_cross_kv(Ops& ops, const float* encoder_out, std::size_t fir
 template <WhisperOps Ops, KVCachePolicy K>
 void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typename Ops::attention_sequence> self,
                       std::span<const typename Ops::attention_sequence> cross, K& kv, float* logits) const {
+  const float* x = decode_layers(ops, batch, self, cross, kv, [](std::uint32_t, const float*) {});
+  output_logits(ops, x, batch.logit_rows, logits);
+}
+
+template <WhisperOps Ops, KVCachePolicy K>
+void Whisper::alignment_weights(Ops& ops, const ForwardBatch& batch,
+                                std::span<const typename Ops::attention_sequence> self,
+                                std::span<const typename Ops::attention_sequence> cross, K& kv,
+                                const float* encoder_out,
+                                std::span<const std::pair<std::uint32_t, std::uint32_t>> heads,
+                                std::size_t audio_frames, float* weights, float* logits) const {
+  const WhisperConfig& c = config_;
+  const std::size_t t = batch.tokens.size(), d = c.d_model, hd = c.head_dim();
+  if (audio_frames == 0 || audio_frames > c.n_audio_ctx)
+    throw izwi::invalid_argument("audio_frames", "alignment over " + std::to_string(audio_frames) +
+                                                     " encoder positions; the window has " +
+                                                     std::to_string(c.n_audio_ctx));
+  for (const auto& [layer, head] : heads)
+    if (layer >= c.decoder_layers || head >= c.decoder_heads)
+      throw izwi::invalid_argument("alignment_heads", "head (" + std::to_string(layer) + ", " + std::to_string(head) +
+                                                          ") outside the decoder's " +
+                                                          std::to_string(c.decoder_layers) + " layers x " +
+                                                          std::to_string(c.decoder_heads) + " heads");
+  const float* x = decode_layers(ops, batch, self, cross, kv, [&](std::uint32_t layer, const float* q) {
+    bool wanted = false;
+    for (const auto& head : heads) wanted = wanted || head.first == layer;
+    if (!wanted) return;
+    // Buffer 7 is free during the decoder pass (forward() uses 0-6).
+    float* keys = ops.buffer(7, audio_frames * d);
+    detail::whisper::linear(ops, encoder_out, audio_frames, decoder_layers_[layer].cross_attn.key, keys);
+    for (std::size_t i = 0; i < heads.size(); ++i)
+      if (heads[i].first == layer)
+        detail::whisper::attention_probabilities(q, t, d, keys, audio_frames, d, heads[i].second * hd, hd,
+                                                 weights + i * t * audio_frames);
+  });
+  output_logits(ops, x, batch.logit_rows, logits);
+}
+
+template <WhisperOps Ops, KVCachePolicy K, class OnCrossQuery>
+const float* Whisper::decode_layers(Ops& ops, const ForwardBatch& batch,
+                                    std::span<const typename Ops::attention_sequence> self,
+                                    std::span<const typename Ops::attention_sequence> cross, K& kv,
+                                    OnCrossQuery&& on_cross_query) const {
   using detail::whisper::linear;
   const WhisperConfig& c = config_;
   const std::size_t t = batch.tokens.size(), d = c.d_model, heads = c.decoder_heads, hd = c.head_dim();
@@ -142,17 +213,23 @@ void Whisper::forward(Ops& ops, const ForwardBatch& batch, std::span<const typen
 
     ops.layer_norm(x, t, d, w.cross_attn_ln_w.data(), w.cross_attn_ln_b.data(), eps, h);
     linear(ops, h, t, w.cross_attn.query, q);
+    on_cross_query(l, static_cast<const float*>(q));
     ops.attention(q, cross, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
     linear(ops, attn, t, w.cross_attn.out, h);
     ops.add(x, h, t * d);
     detail::whisper::mlp_block(ops, w, x, t, d, eps, h, hidden);
   }
-  const std::size_t rows = batch.logit_rows.size();
-  if (rows == 0) return;
-  float* last = ops.buffer(1, rows * d);
-  ops.gather_rows(x, d, batch.logit_rows, last);
-  ops.layer_norm(last, rows, d, decoder_ln_w_.data(), decoder_ln_b_.data(), eps, last);
-  ops.matmul(last, rows, token_embedding_, logits);
+  return x;
+}
+
+template <WhisperOps Ops>
+void Whisper::output_logits(Ops& ops, const float* x, std::span<const std::uint32_t> rows, float* logits) const {
+  const std::size_t d = config_.d_model;
+  if (rows.empty()) return;
+  float* last = ops.buffer(1, rows.size() * d);
+  ops.gather_rows(x, d, rows, last);
+  ops.layer_norm(last, rows.size(), d, decoder_ln_w_.data(), decoder_ln_b_.data(), config_.layer_norm_eps, last);
+  ops.matmul(last, rows.size(), token_embedding_, logits);
 }
 
 }  // namespace izwi

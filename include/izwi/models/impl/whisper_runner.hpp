@@ -55,6 +55,24 @@ inline void WhisperRunner::restart() {
 }
 
 inline std::span<const float> WhisperRunner::feed(std::span<const TokenId> tokens, bool all_rows) {
+  return feed_tokens(tokens, all_rows, [&](const ForwardBatch& batch, auto self, auto cross) {
+    model_->forward(ops_, batch, self, cross, kv_, logits_.data());
+  });
+}
+
+inline std::span<const float> WhisperRunner::feed_with_alignment(
+    std::span<const TokenId> tokens, std::span<const std::pair<std::uint32_t, std::uint32_t>> heads,
+    std::size_t audio_frames, std::vector<float>& weights) {
+  restart();
+  weights.assign(heads.size() * tokens.size() * audio_frames, 0.0f);
+  return feed_tokens(tokens, true, [&](const ForwardBatch& batch, auto self, auto cross) {
+    model_->alignment_weights(ops_, batch, self, cross, kv_, encoder_out_.data(), heads, audio_frames,
+                              weights.data(), logits_.data());
+  });
+}
+
+template <class Run>
+std::span<const float> WhisperRunner::feed_tokens(std::span<const TokenId> tokens, bool all_rows, Run&& run) {
   const std::size_t audio = model_->audio_positions();
   if (encoder_out_.empty()) throw izwi::invalid_argument("tokens", "start() the runner with a window first");
   const std::size_t n = tokens.size(), past = sequence_tokens_.size(), vocab = model_->vocab_size();
@@ -85,7 +103,8 @@ inline std::span<const float> WhisperRunner::feed(std::span<const TokenId> token
   cross.first_visible = 0;
   cross.visible_end = model_->config().n_audio_ctx;
   logits_.resize(rows.size() * vocab);
-  model_->forward(ops_, batch, std::span(&self, 1), std::span(&cross, 1), kv_, logits_.data());
+  run(batch, std::span<const detail::CpuOps::attention_sequence>(&self, 1),
+      std::span<const detail::CpuOps::attention_sequence>(&cross, 1));
   return logits_;
 }
 

@@ -3,6 +3,7 @@
 
 #include <ctime>
 #include <thread>
+#include <type_traits>
 
 #include "izwi/core/error.hpp"
 #include "izwi/engine/metrics.hpp"
@@ -17,6 +18,13 @@ concept HasOwnChatTemplate = requires(const Model& m, std::span<const tokenizer:
                                       const tokenizer::ChatTemplateOptions& options) {
   { m.render_chat(messages, options) } -> std::convertible_to<std::string>;
 };
+
+/// A Whisper-style tokenizer: encode(text) only, token_text(id) for bytes.
+template <class Tokenizer>
+concept HasTokenBytes = requires(const Tokenizer& t, TokenId id) { t.token_bytes(id); };
+
+template <class Model>
+concept IsWhisperModel = std::is_same_v<std::remove_cvref_t<Model>, Whisper>;
 
 }  // namespace detail
 
@@ -43,9 +51,13 @@ template <class Engine>
 std::vector<TokenId> EngineModel<Engine>::encode_as_text(std::string_view text) const {
   const auto* tokenizer = engine_->executor().model().tokenizer();
   if (!tokenizer) throw invalid_argument("model", "model '" + info_.id + "' has no tokenizer; send token ids");
-  tokenizer::EncodeOptions options;
-  options.parse_special_tokens = false;
-  return tokenizer->encode(text, options);
+  if constexpr (detail::HasTokenBytes<std::remove_cvref_t<decltype(*tokenizer)>>) {
+    tokenizer::EncodeOptions options;
+    options.parse_special_tokens = false;
+    return tokenizer->encode(text, options);
+  } else {
+    return tokenizer->encode(text);  // Whisper's tokenizer never parses special tokens in text
+  }
 }
 
 template <class Engine>
@@ -54,6 +66,10 @@ std::string EngineModel<Engine>::render_chat(std::span<const tokenizer::ChatMess
   const auto& model = engine_->executor().model();
   if constexpr (detail::HasOwnChatTemplate<std::decay_t<decltype(model)>>) {
     return model.render_chat(messages, options);
+  } else if constexpr (detail::IsWhisperModel<decltype(model)>) {
+    (void)messages;
+    (void)options;
+    throw invalid_argument("model", "model '" + info_.id + "' is a speech recognition model without a chat template");
   } else {
     // Qwen-family checkpoints (the only text family so far) speak ChatML
     // with Qwen3's thinking switch.
@@ -65,7 +81,19 @@ template <class Engine>
 std::string EngineModel<Engine>::token_bytes(TokenId id) const {
   const auto* tokenizer = engine_->executor().model().tokenizer();
   if (!tokenizer) return {};
-  return std::string(tokenizer->token_bytes(id));
+  if constexpr (detail::HasTokenBytes<std::remove_cvref_t<decltype(*tokenizer)>>)
+    return std::string(tokenizer->token_bytes(id));
+  else
+    return tokenizer->token_text(id);
+}
+
+template <class Engine>
+const Whisper* EngineModel<Engine>::whisper_model() const noexcept {
+  const auto& model = engine_->executor().model();
+  if constexpr (detail::IsWhisperModel<decltype(model)>)
+    return &model;
+  else
+    return nullptr;
 }
 
 template <class Engine>

@@ -10,25 +10,39 @@
 #include "izwi/core/error.hpp"
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/io/ggml_whisper.hpp"
 #include "izwi/io/gguf.hpp"
+#include "izwi/io/json.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "izwi/stock_engines.hpp"
+#include "izwi/executor/whisper_cpu.hpp"
+#include "izwi/models/whisper.hpp"
 
 namespace izwi::server {
 
 namespace detail {
 
-/// "qwen3" from config.json's model_type or the GGUF's general.architecture;
-/// also whether the checkpoint says it has random weights (izwi's own
-/// izwi-make-random-qwen3 marks them so).
+/// "qwen3" or "whisper" from config.json's model_type, the GGUF's
+/// general.architecture, or a ggml-whisper file's magic; also whether the
+/// checkpoint says it has random weights (izwi's own izwi-make-random-qwen3
+/// and izwi-make-random-whisper mark them so).
 struct CheckpointKind {
   std::string architecture;
   bool untrained = false;
 };
+
+/// A whisper.cpp model file: it starts with the ggml magic (0x67676d6c, little-endian).
+inline bool is_ggml_whisper_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[4] = {};
+  if (!in.read(reinterpret_cast<char*>(magic), 4)) return false;
+  const std::uint32_t value = magic[0] | (magic[1] << 8) | (magic[2] << 16) | (std::uint32_t{magic[3]} << 24);
+  return value == io::ggml_whisper_magic;
+}
 
 IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
   CheckpointKind kind;
@@ -36,19 +50,28 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
     const auto config_json = path / "config.json";
     if (!std::filesystem::is_regular_file(config_json))
       throw invalid_argument("model", path.string() + " has no config.json (expected a Hugging Face model directory)");
-    kind.architecture = io::read_transformer_config(config_json).model_type;
+    // Whisper's config.json has no hidden_size: read model_type alone first.
+    const io::JsonValue config = io::read_json_file(config_json);
+    const io::JsonValue* model_type = io::json_find(config, "model_type");
+    if (model_type)
+      if (const auto name = io::json_string(*model_type)) kind.architecture = std::string(*name);
+    if (kind.architecture != "whisper") kind.architecture = io::read_transformer_config(config_json).model_type;
     std::ifstream in(config_json);
     std::stringstream text;
     text << in.rdbuf();
-    kind.untrained = text.str().find("\"_izwi_note\"") != std::string::npos;
+    kind.untrained = text.str().find("\"_izwi_note\"") != std::string::npos ||
+                     text.str().find("izwi-make-random-whisper") != std::string::npos;
   } else if (path.extension() == ".gguf") {
     const io::GgufFile file = io::GgufFile::open(path);
     kind.architecture = file.architecture();
     kind.untrained = file.get<std::string>("general.name", "") == "izwi-random-qwen3";
   } else if (!std::filesystem::exists(path)) {
     throw invalid_argument("model", path.string() + ": no such file or directory");
+  } else if (is_ggml_whisper_file(path)) {
+    kind.architecture = "whisper";
   } else {
-    throw invalid_argument("model", path.string() + " is neither a model directory nor a .gguf file");
+    throw invalid_argument("model", path.string() +
+                                        " is neither a model directory, a .gguf file nor a whisper.cpp ggml file");
   }
   return kind;
 }
@@ -104,14 +127,55 @@ std::unique_ptr<AnyEngine> make_served_engine(SchedulingPolicy policy, CpuExecut
                                            std::move(info), max_model_len_override);
 }
 
+/// A Whisper checkpoint (HF directory or ggml .bin) on the stock Whisper
+/// engine: FCFS scheduling and a paged cache (the configuration the encoder
+/// work is scheduled in), whatever the settings say for text models.
+inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, const std::filesystem::path& path,
+                                                     const CpuLoaderSettings& settings, bool untrained) {
+  WhisperLoadOptions load;
+  load.kv_cache_dtype = DType::f16;
+  Whisper model = Whisper::load(path, load);
+  if (!model.tokenizer())
+    throw invalid_argument("model", path.string() +
+                                        " has no vocabulary (vocab.json or tokenizer.json); the server needs one to "
+                                        "write text");
+  const WhisperConfig& config = model.config();
+  ModelInfo info;
+  info.id = id;
+  info.path = path;
+  info.tasks = config.multilingual() ? std::vector<Task>{Task::asr, Task::translation} : std::vector<Task>{Task::asr};
+  info.untrained = untrained;
+  info.description = model.description() + ", Whisper d_model " + std::to_string(config.d_model) + ", " +
+                     std::to_string(config.encoder_layers) + "+" + std::to_string(config.decoder_layers) +
+                     " layers, " + (config.multilingual() ? "multilingual" : "English-only") +
+                     ", FCFS scheduling, paged KV cache";
+  WhisperCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
+  SchedulerConfig scheduler_config;
+  if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
+  if (settings.max_num_batched_tokens) scheduler_config.max_num_batched_tokens = settings.max_num_batched_tokens;
+  EngineConfig engine_config;
+  engine_config.model_name = id;
+  engine_config.stream_capacity = settings.stream_capacity;
+  engine_config.max_waiting_requests = settings.max_waiting_requests;
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = settings.kv_cache_bytes;
+  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  auto engine = std::make_unique<WhisperCpuEngine>(FcfsScheduler(scheduler_config), std::move(cache),
+                                                   std::move(executor), engine_config);
+  info.max_model_len = engine->max_model_len();
+  return std::make_unique<EngineModel<WhisperCpuEngine>>(std::move(engine), std::move(info));
+}
+
 }  // namespace detail
 
 IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
                                                     const CpuLoaderSettings& settings) {
   const detail::CheckpointKind kind = detail::inspect_checkpoint(path);
+  if (kind.architecture == "whisper") return detail::load_whisper_model(id, path, settings, kind.untrained);
   if (kind.architecture != "qwen3")
     throw invalid_argument("model", path.string() + ": architecture '" + kind.architecture +
-                                        "' is not served by this build (supported: qwen3)");
+                                        "' is not served by this build (supported: qwen3, whisper)");
 
   Qwen3LoadOptions load;
   load.kv_cache_dtype = DType::f16;

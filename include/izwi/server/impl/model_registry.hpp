@@ -29,11 +29,12 @@ struct ModelRegistry::Slot {
 
 namespace detail {
 
-/// A model's id from its path: the last component, without ".gguf".
+/// A model's id from its path: the last component, without ".gguf" or
+/// ".bin" (whisper.cpp's ggml files: "ggml-base.en.bin" is "ggml-base.en").
 inline std::string model_id_of(const std::filesystem::path& path) {
   std::filesystem::path p = path;
   if (!p.has_filename()) p = p.parent_path();  // "dir/"
-  if (p.extension() == ".gguf") return p.stem().string();
+  if (p.extension() == ".gguf" || p.extension() == ".bin") return p.stem().string();
   return p.filename().string();
 }
 
@@ -56,11 +57,11 @@ inline std::string hide_path(std::string text, const std::filesystem::path& dir,
 }
 
 /// Whether a models-directory entry looks servable: a directory with a
-/// config.json, or a .gguf file.
+/// config.json, a .gguf file or a ggml .bin file (whisper.cpp).
 inline bool looks_like_model(const std::filesystem::directory_entry& entry) {
   std::error_code ec;
   if (entry.is_directory(ec)) return std::filesystem::is_regular_file(entry.path() / "config.json", ec);
-  return entry.is_regular_file(ec) && entry.path().extension() == ".gguf";
+  return entry.is_regular_file(ec) && (entry.path().extension() == ".gguf" || entry.path().extension() == ".bin");
 }
 
 /// Merges Prometheus texts of several engines into one exposition: each
@@ -149,7 +150,8 @@ inline std::filesystem::path ModelRegistry::resolve(std::string_view id) const {
     throw ApiError::bad_request("model id must be a plain name inside the models directory (no '/', '\\', ':' "
                                 "or leading '.')",
                                 "id");
-  for (const std::filesystem::path& candidate : {*models_dir_ / std::string(id), *models_dir_ / (std::string(id) + ".gguf")}) {
+  for (const std::filesystem::path& candidate : {*models_dir_ / std::string(id), *models_dir_ / (std::string(id) + ".gguf"),
+                                                 *models_dir_ / (std::string(id) + ".bin")}) {
     std::error_code ec;
     const std::filesystem::directory_entry entry(candidate, ec);
     // One checkpoint, one id (the one the listing shows): "x.gguf" is "x",
@@ -158,7 +160,7 @@ inline std::filesystem::path ModelRegistry::resolve(std::string_view id) const {
   }
   std::string hint;
   if (const std::string canonical = detail::model_id_of(std::filesystem::path(std::string(id))); canonical != id)
-    hint = " (a .gguf file is served under its name without the extension: '" + canonical + "')";
+    hint = " (a .gguf or .bin file is served under its name without the extension: '" + canonical + "')";
   throw ApiError::not_found("no model '" + std::string(id) + "' in the models directory" + hint, "model_not_found");
 }
 

@@ -80,6 +80,7 @@ inline Server::Server(ServerConfig config, ModelRegistry& registry)
       admin_keys_(config_.admin_api_keys),
       ioc_(static_cast<int>(config_.io_threads ? config_.io_threads : 1)),
       prep_pool_(config_.prep_threads ? config_.prep_threads : 1) {
+  if (config_.vad_model) vad_.emplace(models::SileroVad::load(*config_.vad_model));
   add_default_routes();
 }
 
@@ -325,8 +326,8 @@ inline void Server::add_default_routes() {
   add_route("GET", "/v1/models", [this](HandlerContext& c) { list_models(c); });
   add_route("GET", "/v1/models/{id}", [this](HandlerContext& c) { get_model(c); });
   add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { audio_unavailable(c, Task::tts); });
-  add_route("POST", "/v1/audio/transcriptions", [this](HandlerContext& c) { audio_unavailable(c, Task::asr); });
-  add_route("POST", "/v1/audio/translations", [this](HandlerContext& c) { audio_unavailable(c, Task::translation); });
+  add_route("POST", "/v1/audio/transcriptions", [this](HandlerContext& c) { transcribe(c, Task::asr); });
+  add_route("POST", "/v1/audio/translations", [this](HandlerContext& c) { transcribe(c, Task::translation); });
   add_route("GET", "/health", [this](HandlerContext& c) { health(c); }, RouteAccess::open);
   add_route("GET", "/livez", [this](HandlerContext& c) { livez(c); }, RouteAccess::open);
   add_route("GET", "/readyz", [this](HandlerContext& c) { readyz(c); }, RouteAccess::open);

@@ -1,0 +1,166 @@
+#pragma once
+// Qwen3-TTS's prompt and its talker / code-predictor loop on the CPU.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "izwi/core/error.hpp"
+#include "izwi/models/impl/qwen3.hpp"
+
+namespace izwi {
+
+namespace detail {
+
+template <class Map>
+std::string known_names(const Map& names) {
+  std::string out;
+  for (const auto& [name, id] : names) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace detail
+
+inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
+                                       std::string_view language, std::string_view speaker,
+                                       std::span<const TokenId> instruction, Qwen3TtsTextMode mode) {
+  if (mode == Qwen3TtsTextMode::streaming && text.empty())
+    throw invalid_argument("input", "the streaming text mode needs at least one text token");
+  const std::string lang = detail::lower_case(language), spk = detail::lower_case(speaker);
+  std::optional<TokenId> language_id;
+  if (lang != "auto") {
+    const auto found = c.languages.find(lang);
+    if (found == c.languages.end())
+      throw invalid_argument("language", "unknown language '" + std::string(language) +
+                                             "'; this model knows auto, " + detail::known_names(c.languages));
+    language_id = found->second;
+  }
+  std::optional<TokenId> speaker_id;
+  if (!spk.empty()) {
+    const auto found = c.speakers.find(spk);
+    if (found == c.speakers.end())
+      throw invalid_argument("voice", "unknown speaker '" + std::string(speaker) +
+                                          "'; this model's speakers are " + detail::known_names(c.speakers));
+    speaker_id = found->second;
+    // A dialect speaker speaks the dialect when asked for Chinese or for nothing in particular.
+    if (const auto dialect = c.speaker_dialects.find(spk);
+        dialect != c.speaker_dialects.end() && (lang == "chinese" || lang == "auto")) {
+      const auto id = c.languages.find(dialect->second);
+      if (id == c.languages.end())
+        throw invalid_argument("voice", "speaker '" + spk + "' speaks '" + dialect->second +
+                                            "', which codec_language_id does not list");
+      language_id = id->second;
+    }
+  }
+  std::vector<TokenId> codec;
+  if (language_id) codec = {c.codec_think_id, c.codec_think_bos_id, *language_id, c.codec_think_eos_id};
+  else codec = {c.codec_nothink_id, c.codec_think_bos_id, c.codec_think_eos_id};
+  if (speaker_id) codec.push_back(*speaker_id);
+  codec.push_back(c.codec_pad_id);
+
+  Qwen3TtsPrompt prompt;
+  std::vector<Qwen3TtsPromptRow>& rows = prompt.rows;
+  if (!instruction.empty()) {
+    rows = {{c.im_start_id, -1}, {c.user_id, -1}, {c.newline_id, -1}};
+    for (TokenId t : instruction) rows.push_back({t, -1});
+    rows.push_back({c.im_end_id, -1});
+    rows.push_back({c.newline_id, -1});
+  }
+  for (TokenId t : {c.im_start_id, c.assistant_id, c.newline_id}) rows.push_back({t, -1});
+  for (std::size_t i = 0; i < codec.size(); ++i)
+    rows.push_back({i + 1 < codec.size() ? c.tts_pad_id : c.tts_bos_id, codec[i]});
+  if (mode == Qwen3TtsTextMode::streaming) {
+    rows.push_back({text[0], c.codec_bos_id});
+    prompt.trailing_text.assign(text.begin() + 1, text.end());
+    prompt.trailing_text.push_back(c.tts_eos_id);
+  } else {
+    for (TokenId t : text) rows.push_back({t, c.codec_pad_id});
+    rows.push_back({c.tts_eos_id, c.codec_pad_id});
+    rows.push_back({c.tts_pad_id, c.codec_bos_id});
+  }
+  return prompt;
+}
+
+struct Qwen3TtsGenerator::Active {
+  const Qwen3TtsRequest* request = nullptr;
+  Qwen3TtsCodes* out = nullptr;
+  RequestId id = 0;
+  Qwen3TtsPrompt prompt;
+  std::vector<float> trailing_rows;  ///< text_projection of prompt.trailing_text, [n][hidden]
+  std::size_t computed = 0;  ///< talker positions in the KV cache
+  std::size_t pending = 0;   ///< talker rows of this step
+  std::vector<TokenId> first_codes;
+  std::vector<std::int32_t> frame;
+  std::vector<float> hidden;  ///< the talker's last hidden state, after its final norm
+  SequenceRng rng;
+};
+
+inline TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std::span<float> logits,
+                                                    std::span<const TokenId> previous, const Qwen3TtsSampling& s,
+                                                    SequenceRng& rng, Sampler& sampler) {
+  for (std::size_t id = c.first_control_id(); id < logits.size(); ++id)
+    if (static_cast<TokenId>(id) != c.codec_eos_id) logits[id] = -std::numeric_limits<float>::infinity();
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.repetition_penalty = s.repetition_penalty;
+  p.min_tokens = s.min_frames;
+  const TokenId eos[] = {c.codec_eos_id};
+  const SampledToken t = sampler.sample(logits, {&p, {}, previous, eos, &rng});
+  if (!t.ok()) throw error("Qwen3-TTS talker: " + std::string(describe(t.error)));
+  return t.token;
+}
+
+/// out[n][hidden] = fc2(SiLU(fc1(text_embedding[ids]) + b1)) + b2.
+inline void Qwen3TtsGenerator::text_rows(std::span<const TokenId> ids, float* out) {
+  const Qwen3TtsTalkerWeights& w = model_->talker();
+  const std::size_t n = ids.size(), th = model_->config().text_hidden_size, h = model_->config().talker.hidden_size;
+  if (w.folded_text_embedding) {  // llama.cpp's GGUF: the projection is in the table
+    ops_.embed(*w.folded_text_embedding, ids, out);
+    return;
+  }
+  float* e = ops_.buffer(11, n * th);
+  float* mid = ops_.buffer(12, n * th);
+  ops_.embed(w.text_embedding, ids, e);
+  ops_.matmul(e, n, w.text_fc1, mid);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < th; ++i) {
+      const float v = mid[r * th + i] + w.text_fc1_bias[i];
+      mid[r * th + i] = v / (1.0f + std::exp(-v));
+    }
+  ops_.matmul(mid, n, w.text_fc2, out);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < h; ++i) out[r * h + i] += w.text_fc2_bias[i];
+}
+
+inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, std::vector<float>& x) {
+  const Qwen3TtsTalkerWeights& w = model_->talker();
+  const std::size_t h = model_->config().talker.hidden_size;
+  std::vector<TokenId> texts;
+  std::size_t rows = 0;
+  for (const Active* a : active) {
+    rows += a->prompt.rows.size();
+    for (const Qwen3TtsPromptRow& r : a->prompt.rows)
+      if (r.text >= 0) texts.push_back(r.text);
+  }
+  std::vector<float> text(texts.size() * h), codec(h);
+  if (!texts.empty()) text_rows(texts, text.data());
+  x.assign(rows * h, 0.0f);
+  std::size_t row = 0, next_text = 0;
+  for (const Active* a : active)
+    for (const Qwen3TtsPromptRow& r : a->prompt.rows) {
+      float* out = x.data() + row++ * h;
+      if (r.text >= 0) std::copy_n(text.data() + next_text++ * h, h, out);
+      if (r.codec >= 0) {
+        ops_.embed(w.codec_embedding, std::span(&r.codec, 1), codec.data());
+        for (std::size_t i = 0; i < h; ++i) out[i] += codec[i];
+      }
+    }
+}
+
+}  // namespace izwi
+
+#include "izwi/models/impl/qwen3_tts_generate.hpp"

@@ -1,0 +1,238 @@
+#pragma once
+// Qwen3-TTS 12 Hz: text to 16 codes per frame (12.5 frames/s) to 24 kHz audio.
+//
+//   talker      a Qwen3 decoder over codec tokens. A prompt row is the sum of
+//               a text row and a codec row: text rows are
+//               text_projection(text_embedding[id]) = fc2(SiLU(fc1(e) + b1)) + b2,
+//               codec rows are codec_embedding[id]. Its last hidden state
+//               (after the final norm) gives codebook 0 through codec_head.
+//   predictor   a 5-layer Qwen3 that, per frame, reads
+//               [talker hidden, codec_embedding[c₀]] and then its own
+//               embeddings of c₁..c₁₄, and gives c₁..c₁₅ through 15 heads
+//               (inputs pass small_to_mtp_projection when it is narrower).
+//   next frame  the talker's next input is Σ of the 16 codes' embeddings
+//               (talker's for c₀, the predictor's for c₁..c₁₅) + tts_pad's text row.
+//   codec       Qwen3TtsCodecDecoder (qwen3_tts_codec.hpp): 1920 samples per frame.
+//
+// Loads the Hugging Face layout: config.json, model.safetensors (talker.*),
+// speech_tokenizer/{config.json, model.safetensors}, and tokenizer.json when
+// present. The weights stay in the mapped file (views), the codec decoder's
+// are widened to f32. Errors name the file, the tensor and the problem.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "izwi/core/random.hpp"
+#include "izwi/executor/detail/cpu_ops.hpp"
+#include "izwi/executor/sampler.hpp"
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kv_cache/paged.hpp"
+#include "izwi/models/qwen3.hpp"
+#include "izwi/models/qwen3_tts_codec.hpp"
+#include "izwi/models/qwen3_tts_config.hpp"
+#include "izwi/tokenizer/bpe_tokenizer.hpp"
+
+namespace izwi {
+
+struct Qwen3TtsTalkerWeights {
+  /// From llama.cpp's GGUF: text_projection already applied to every text row
+  /// ([text_vocab][hidden], its token_embd); the text_* fields below are then empty.
+  std::optional<kernels::cpu::WeightMatrix> folded_text_embedding;
+  kernels::cpu::WeightMatrix text_embedding;  ///< [text_vocab][text_hidden]
+  kernels::cpu::WeightMatrix text_fc1;        ///< [text_hidden][text_hidden]
+  kernels::cpu::WeightMatrix text_fc2;        ///< [hidden][text_hidden]
+  std::vector<float> text_fc1_bias, text_fc2_bias;
+  kernels::cpu::WeightMatrix codec_embedding;  ///< [codec vocab][hidden]
+  kernels::cpu::WeightMatrix codec_head;       ///< [codec vocab][hidden]
+  std::vector<float> final_norm;
+  std::vector<Qwen3LayerWeights> layers;
+};
+
+struct Qwen3TtsPredictorWeights {
+  /// Embeddings of codebooks 1..15 ([codebook][talker hidden] each).
+  std::vector<kernels::cpu::WeightMatrix> codec_embeddings;
+  /// Heads of codebooks 1..15 ([codebook][predictor hidden] each).
+  std::vector<kernels::cpu::WeightMatrix> heads;
+  /// small_to_mtp_projection ([predictor hidden][talker hidden]); absent when the widths agree.
+  std::optional<kernels::cpu::WeightMatrix> projection;
+  std::vector<float> projection_bias;
+  std::vector<float> final_norm;
+  std::vector<Qwen3LayerWeights> layers;
+};
+
+struct Qwen3TtsLoadOptions {
+  /// Load tokenizer.json when the directory has one.
+  bool load_tokenizer = true;
+};
+
+class Qwen3Tts {
+ public:
+  /// Loads a Hugging Face Qwen3-TTS directory (see the top of this file).
+  static Qwen3Tts load(const std::filesystem::path& dir, Qwen3TtsLoadOptions options = {});
+  /// Loads llama.cpp's GGUF pair (the talker and the mmproj its converter
+  /// writes; tokenizer.json beside the talker when present). Its speaker
+  /// encoder is not read, and spk_is_dialect is not in the pair.
+  static Qwen3Tts load_gguf(const std::filesystem::path& talker_gguf, const std::filesystem::path& mmproj_gguf,
+                            Qwen3TtsLoadOptions options = {});
+
+  const Qwen3TtsConfig& config() const noexcept { return config_; }
+  const Qwen3TtsTalkerWeights& talker() const noexcept { return talker_; }
+  const Qwen3TtsPredictorWeights& predictor() const noexcept { return predictor_; }
+  const Qwen3TtsCodecDecoder& codec() const noexcept { return *codec_; }
+  /// The checkpoint's tokenizer, when it has one.
+  const tokenizer::BpeTokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
+  /// Where the weights came from, for logs.
+  const std::string& description() const noexcept { return description_; }
+
+ private:
+  Qwen3Tts() = default;
+  Qwen3TtsConfig config_;
+  Qwen3TtsTalkerWeights talker_;
+  Qwen3TtsPredictorWeights predictor_;
+  std::shared_ptr<const Qwen3TtsCodecDecoder> codec_;
+  std::shared_ptr<const void> weights_owner_;  // the mapped model.safetensors the views point into
+  std::shared_ptr<const tokenizer::BpeTokenizer> tokenizer_;
+  std::string description_;
+};
+
+
+/// One talker prompt row: text_projection(text_embedding[text]) +
+/// codec_embedding[codec]; -1 leaves that half out.
+struct Qwen3TtsPromptRow {
+  TokenId text = -1;
+  TokenId codec = -1;
+  friend bool operator==(const Qwen3TtsPromptRow&, const Qwen3TtsPromptRow&) = default;
+};
+
+/// How the text enters the talker (upstream's non_streaming_mode).
+enum class Qwen3TtsTextMode {
+  /// All text in the prompt; every frame adds tts_pad (CustomVoice and
+  /// VoiceDesign default to it; llama.cpp implements only this).
+  non_streaming,
+  /// Only the first text token in the prompt; frame k adds text token k + 1,
+  /// then tts_eos, then tts_pad (upstream's default for voice cloning).
+  streaming,
+};
+
+/// A talker prompt: its rows, and the text rows the generated frames add in order.
+struct Qwen3TtsPrompt {
+  std::vector<Qwen3TtsPromptRow> rows;
+  /// Text ids frame k adds (its text_projection row) while k < size(); tts_pad after.
+  std::vector<TokenId> trailing_text;
+};
+
+/// The talker prompt of upstream's generate():
+///
+///   [<|im_start|> user \n instruction <|im_end|> \n]     (text rows; VoiceDesign / instruct)
+///   <|im_start|> assistant \n                          (text rows)
+///   tts_pad + think, tts_pad + think_bos, tts_pad + language, tts_pad + think_eos
+///       (language "auto": nothink, think_bos, think_eos)
+///   [tts_pad + speaker]                                (CustomVoice speaker)
+///   tts_bos + codec_pad
+///   non-streaming: text[i] + codec_pad for every text token, tts_eos + codec_pad,
+///                  tts_pad + codec_bos (the last prefill row); frames add tts_pad
+///   streaming:     text[0] + codec_bos; frames add text[1..], tts_eos, then tts_pad
+///
+/// `text` and `instruction` are tokenised text alone (no chat markers). A
+/// speaker with a dialect speaks it when the language is "chinese" or "auto".
+/// Unknown languages or speakers, or empty text in streaming mode, throw
+/// izwi::invalid_argument (unknown names list the known ones).
+Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
+                                std::string_view language = "auto", std::string_view speaker = "",
+                                std::span<const TokenId> instruction = {},
+                                Qwen3TtsTextMode mode = Qwen3TtsTextMode::non_streaming);
+
+/// Sampling as upstream's generate() defaults it. temperature 0 is greedy.
+struct Qwen3TtsSampling {
+  float temperature = 0.9f;
+  std::int32_t top_k = 50;
+  float top_p = 1.0f;
+  /// Over the codebook-0 codes generated so far (HF's RepetitionPenaltyLogitsProcessor).
+  float repetition_penalty = 1.05f;
+  /// Codec EOS is masked until this many frames exist.
+  std::uint32_t min_frames = 2;
+  std::uint32_t max_frames = 4096;
+  float predictor_temperature = 0.9f;
+  std::int32_t predictor_top_k = 50;
+  float predictor_top_p = 1.0f;
+  /// Seeds the request's own generator: the same seed gives the same codes
+  /// whatever else is generated alongside.
+  std::uint64_t seed = 0;
+
+  /// Argmax everywhere, no repetition penalty (llama-tts --top-k 1 --temp 0 --repeat-penalty 1).
+  static Qwen3TtsSampling greedy() {
+    Qwen3TtsSampling s;
+    s.temperature = s.predictor_temperature = 0.0f;
+    s.repetition_penalty = 1.0f;
+    return s;
+  }
+};
+
+struct Qwen3TtsRequest {
+  std::vector<TokenId> text_tokens;
+  std::string language = "auto";
+  std::string speaker;
+  /// VoiceDesign's voice description or CustomVoice's style instruction, tokenised (empty: none).
+  std::vector<TokenId> instruction_tokens;
+  Qwen3TtsTextMode text_mode = Qwen3TtsTextMode::non_streaming;
+  Qwen3TtsSampling sampling;
+};
+
+struct Qwen3TtsCodes {
+  /// [frames][num_code_groups] codes, codebook 0 first in each frame.
+  std::vector<std::int32_t> codes;
+  std::size_t frames = 0;
+  /// The talker chose codec EOS (false: max_frames ran out).
+  bool finished_by_eos = false;
+};
+
+/// Runs the talker and the code predictor on the CPU (CpuOps, paged KV
+/// caches of its own) for a batch of requests: each step one talker forward
+/// pass for every request still speaking, then the 15 predictor steps batched
+/// across them. The engine will own this loop later; this is the model side.
+class Qwen3TtsGenerator {
+ public:
+  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool)
+      : model_(&model), ops_(pool), predictor_ops_(pool) {}
+
+  /// Generates every request to its end (EOS or max_frames). Bad requests
+  /// (unknown language or speaker, a text id outside the vocabulary) throw
+  /// izwi::invalid_argument before anything runs.
+  std::vector<Qwen3TtsCodes> generate(std::span<const Qwen3TtsRequest> requests);
+
+  /// Codebook 0 from a row of the talker's logits (modified in place):
+  /// control ids other than EOS suppressed, then the sampler with the
+  /// repetition penalty over `previous`, EOS masked below min_frames.
+  static TokenId sample_first_code(const Qwen3TtsConfig& config, std::span<float> logits,
+                                   std::span<const TokenId> previous, const Qwen3TtsSampling& sampling,
+                                   SequenceRng& rng, Sampler& sampler);
+
+ private:
+  struct Active;
+  void embed_prompts(std::span<Active* const> active, std::vector<float>& x);
+  void text_rows(std::span<const TokenId> ids, float* out);
+  void talker_forward(std::span<Active* const> active, const std::vector<float>& x, PagedKVCache<>& kv,
+                      std::vector<float>& logits);
+  void predict_codes(std::span<Active* const> active, PagedKVCache<>& kv);
+  void next_inputs(std::span<Active* const> active, std::vector<float>& x);
+
+  const Qwen3Tts* model_;
+  detail::CpuOps ops_;            // the talker's (and the text projection's)
+  detail::CpuOps predictor_ops_;  // its own scratch and rotary table (another head_dim or θ)
+  Sampler sampler_;
+  std::vector<float> pad_row_;         // text_projection(tts_pad): every frame's text half
+  std::vector<TokenId> placeholder_;   // token ids the KV cache's bookkeeping asks for (prefix caching is off)
+};
+
+}  // namespace izwi
+
+#include "izwi/models/impl/qwen3_tts_load.hpp"
+#include "izwi/models/impl/qwen3_tts_gguf.hpp"
+#include "izwi/models/impl/qwen3_tts.hpp"

@@ -1,0 +1,77 @@
+#pragma once
+// The codec decoder's weights as Qwen3TtsCodecDecoder holds them (see
+// qwen3_tts_codec.hpp): f32, views into memory the decoder owns.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "izwi/kernels/cpu/matmul.hpp"
+
+namespace izwi {
+
+/// A 1-D convolution as a matmul over im2col rows: weight [out][in × kernel]
+/// (torch's [out][in][kernel] layout), causal left padding (kernel-1)·dilation.
+struct Qwen3TtsConv {
+  kernels::cpu::WeightMatrix weight;
+  std::vector<float> bias;
+  std::uint32_t in = 0, out = 0, kernel = 1, dilation = 1;
+  std::size_t context_rows() const noexcept { return std::size_t{kernel - 1} * dilation; }
+};
+
+/// ConvTranspose1d as y[t·stride + j][o] += Σᵢ x[t][i]·W[i][o][j]; weight
+/// holds Wᵀ as [out × kernel][in] so one matmul gives every (o, j).
+struct Qwen3TtsTransposedConv {
+  kernels::cpu::WeightMatrix weight;
+  std::vector<float> bias;
+  std::uint32_t in = 0, out = 0, kernel = 1, stride = 1;
+  /// Output rows an input row reaches beyond its own stride (carried to the next call).
+  std::size_t overlap_rows() const noexcept { return kernel > stride ? kernel - stride : 0; }
+};
+
+/// SnakeBeta with its parameters folded once: e^α and 1 / (e^β + 1e-9).
+struct Qwen3TtsSnake {
+  std::vector<float> alpha_exp, inv_beta;
+};
+
+struct Qwen3TtsCodecLayerWeights {
+  std::vector<float> attn_norm, mlp_norm, attn_scale, mlp_scale;
+  kernels::cpu::WeightMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+};
+
+struct Qwen3TtsUpsampleStage {
+  Qwen3TtsTransposedConv upsample;
+  std::vector<float> dwconv_weight;  ///< [channels][7]
+  std::vector<float> dwconv_bias, norm_weight, norm_bias, gamma;
+  kernels::cpu::WeightMatrix pwconv1, pwconv2;
+  std::vector<float> pwconv1_bias, pwconv2_bias;
+};
+
+struct Qwen3TtsResidualUnit {
+  Qwen3TtsSnake act1, act2;
+  Qwen3TtsConv conv1, conv2;
+};
+
+struct Qwen3TtsDecoderBlock {
+  Qwen3TtsSnake snake;
+  Qwen3TtsTransposedConv upsample;
+  Qwen3TtsResidualUnit residual[3];
+};
+
+struct Qwen3TtsCodecWeights {
+  /// Dequantised codebooks (embedding_sum / max(cluster_usage, 1e-5)):
+  /// [num_quantizers][codebook_size][codebook_dim / 2], codebook 0 first.
+  std::vector<float> codebooks;
+  kernels::cpu::WeightMatrix first_output_proj, rest_output_proj;  ///< [codebook_dim][codebook_dim / 2]
+  Qwen3TtsConv pre_conv;
+  kernels::cpu::WeightMatrix input_proj, output_proj;
+  std::vector<float> input_proj_bias, output_proj_bias, final_norm;
+  std::vector<Qwen3TtsCodecLayerWeights> layers;
+  std::vector<Qwen3TtsUpsampleStage> upsample;
+  Qwen3TtsConv decoder_entry;
+  std::vector<Qwen3TtsDecoderBlock> blocks;
+  Qwen3TtsSnake final_snake;
+  Qwen3TtsConv final_conv;
+};
+
+}  // namespace izwi

@@ -1,0 +1,97 @@
+#pragma once
+// OpenAI's /v1/audio/transcriptions and /v1/audio/translations protocol:
+// the multipart form a client sends, and every response format.
+//
+//   form fields   file (required), model, language, prompt, response_format
+//                 (json | text | srt | verbose_json | vtt), temperature (0..1),
+//                 timestamp_granularities[] (segment; word → 400 "not supported
+//                 yet"), stream ("true": SSE), chunking_strategy ("auto", or
+//                 {"type": "server_vad", threshold, prefix_padding_ms,
+//                 silence_duration_ms} as JSON text or as the SDK's
+//                 chunking_strategy[type] fields), include[] (logprobs).
+//   responses     json          {"text", ["logprobs"], "usage": {"type": "duration", "seconds"}}
+//                 text          the text and a newline (text/plain)
+//                 srt, vtt      subtitles of the segments
+//                 verbose_json  {"task", "language", "duration", "text", "segments": [...], "usage"}
+//                 stream        data: {"type": "transcript.text.delta", "delta"[, "logprobs"]}
+//                               ... data: {"type": "transcript.text.done", "text"[, "logprobs"], "usage"}
+//
+// Pure like openai.hpp: Boost.JSON and the form parser, no Beast, no engine.
+// Parse errors are ApiError 400 naming the field.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include "izwi/asr/chunking.hpp"
+#include "izwi/asr/transcriber.hpp"
+#include "izwi/server/multipart.hpp"
+#include "izwi/server/openai.hpp"
+
+namespace izwi::server::openai {
+
+enum class TranscriptionFormat : std::uint8_t { json, text, srt, verbose_json, vtt };
+
+/// A transcription or translation request, parsed and checked (the model's
+/// own checks — language known, task served — come later).
+struct TranscriptionRequest {
+  /// The uploaded file's bytes: a view into the request body.
+  std::string_view file;
+  std::optional<std::string> filename;
+  std::string model;
+  /// Lower-case code; unset: detect (always unset for translations).
+  std::optional<std::string> language;
+  std::string prompt;
+  TranscriptionFormat response_format = TranscriptionFormat::json;
+  float temperature = 0.0f;
+  bool stream = false;
+  bool logprobs = false;
+  /// chunking_strategy given: the VAD fast path with these parameters.
+  std::optional<asr::VadChunkingOptions> vad;
+};
+
+/// Reads the form. `translation`: the translations endpoint (no language,
+/// stream, include[] or chunking_strategy fields are looked at there, as OpenAI's).
+TranscriptionRequest parse_transcription_request(const multipart::FormData& form, bool translation);
+
+/// "json", "text", ...
+std::string_view to_string(TranscriptionFormat format) noexcept;
+/// The Content-Type of a non-streamed response in that format.
+std::string_view content_type(TranscriptionFormat format) noexcept;
+
+/// "english" for "en" (openai-whisper's names, as verbose_json reports them); the code itself when unknown.
+std::string_view language_name(std::string_view code) noexcept;
+
+/// "HH:MM:SS,mmm" (marker ',') or "HH:MM:SS.mmm" ('.'); milliseconds rounded.
+std::string format_timestamp(double seconds, char decimal_marker);
+
+/// One entry per token: {"token", "logprob", "bytes"}.
+boost::json::array transcription_logprobs_json(std::span<const TokenLogprob> tokens);
+
+/// {"type": "duration", "seconds": N} (whole seconds, rounded up, as OpenAI bills).
+boost::json::object duration_usage_json(double seconds);
+
+/// The body of a non-streamed response. `logprobs`: json format only
+/// (transcription_logprobs_json of the text tokens), or null.
+std::string transcription_body(const asr::Transcription& result, TranscriptionFormat format, bool translation,
+                               const boost::json::array* logprobs = nullptr);
+/// verbose_json's object.
+boost::json::object verbose_transcription_json(const asr::Transcription& result, bool translation);
+/// SubRip and WebVTT texts of the segments (empty segments left out).
+std::string srt_text(const asr::Transcription& result);
+std::string vtt_text(const asr::Transcription& result);
+
+/// Streamed events (serialize and frame with sse::data).
+boost::json::object transcript_delta_event(std::string_view delta, const boost::json::array* logprobs = nullptr);
+boost::json::object transcript_done_event(std::string_view text, double seconds,
+                                          const boost::json::array* logprobs = nullptr);
+
+}  // namespace izwi::server::openai
+
+#include "izwi/server/impl/transcription_api.hpp"

@@ -1,0 +1,166 @@
+// The Qwen3-TTS codec decoder's properties, on the random small-shape
+// checkpoint: decoding in any chunking equals one full causal decode (the
+// carried conv contexts, transposed-conv overlaps and window K/V are exact),
+// several streams decoded together equal each alone, bad codes are refused
+// before any state changes, and the random weights give audio at a
+// realistic level (not silence, not mostly clipped).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "izwi/core/error.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
+#include "izwi/models/qwen3_tts_codec.hpp"
+#include "models/random_qwen3_tts.hpp"
+
+using namespace izwi;
+
+namespace {
+
+const Qwen3TtsCodecDecoder& codec() {
+  static const Qwen3TtsCodecDecoder decoder =
+      Qwen3TtsCodecDecoder::load(testing::random_qwen3_tts() / "speech_tokenizer");
+  return decoder;
+}
+
+std::vector<std::int32_t> random_codes(std::size_t frames, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> code(0, 2047);
+  std::vector<std::int32_t> codes(frames * 16);
+  for (auto& c : codes) c = code(rng);
+  return codes;
+}
+
+std::vector<float> decode_in_chunks(detail::ThreadPool& pool, std::span<const std::int32_t> codes,
+                                    std::span<const std::size_t> chunks) {
+  Qwen3TtsCodecState state = codec().new_stream();
+  std::vector<float> pcm;
+  std::size_t frame = 0;
+  for (std::size_t i = 0; frame * 16 < codes.size(); ++i) {
+    const std::size_t n = std::min(chunks[i % chunks.size()], codes.size() / 16 - frame);
+    codec().decode(pool, state, codes.subspan(frame * 16, n * 16), pcm);
+    frame += n;
+  }
+  return pcm;
+}
+
+/// ‖a − b‖ / ‖b‖.
+double relative_l2(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+double max_abs_difference(std::span<const float> a, std::span<const float> b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  return m;
+}
+
+/// f32 throughout; only summation order differs (the matmul takes another
+/// path for a different number of rows), so the tolerance is tight.
+constexpr double tolerance = 1e-5;
+
+}  // namespace
+
+TEST_CASE("codec: incremental decoding in any chunking equals one full causal decode", "[qwen3_tts][codec]") {
+  detail::ThreadPool pool(2);
+  // 90 frames: past the 72-frame window, so the carried K/V is trimmed.
+  const std::vector<std::int32_t> codes = random_codes(90, 1);
+  const std::size_t whole[] = {90};
+  const std::vector<float> full = decode_in_chunks(pool, codes, whole);
+  REQUIRE(full.size() == 90u * 1920u);
+  const std::vector<std::vector<std::size_t>> chunkings = {{1}, {5, 1, 17, 2, 40}, {72, 18}, {3, 71, 16}};
+  for (const auto& chunks : chunkings) {
+    const std::vector<float> pcm = decode_in_chunks(pool, codes, chunks);
+    INFO("first chunk " << chunks.front() << ", " << chunks.size() << " chunk sizes");
+    CHECK(relative_l2(pcm, full) <= tolerance);
+    CHECK(max_abs_difference(pcm, full) <= tolerance);
+  }
+}
+
+TEST_CASE("codec: several streams decoded together equal each alone", "[qwen3_tts][codec]") {
+  detail::ThreadPool pool(2);
+  const std::vector<std::vector<std::int32_t>> codes = {random_codes(40, 3), random_codes(33, 4), random_codes(26, 5)};
+  std::vector<std::vector<float>> alone;
+  for (const auto& c : codes) {
+    const std::size_t chunks[] = {7};
+    alone.push_back(decode_in_chunks(pool, c, chunks));
+  }
+  // Together, in windows of different sizes per stream, one stream sitting out a call.
+  std::vector<Qwen3TtsCodecState> states;
+  for (std::size_t s = 0; s < 3; ++s) states.push_back(codec().new_stream());
+  std::vector<std::vector<float>> together(3);
+  std::vector<std::size_t> next(3, 0);
+  const std::size_t window[3] = {9, 4, 13};
+  for (int call = 0; std::any_of(next.begin(), next.end(), [&](std::size_t f) { return f < 40; }); ++call) {
+    std::vector<Qwen3TtsCodecStream> streams;
+    for (std::size_t s = 0; s < 3; ++s) {
+      const std::size_t frames = codes[s].size() / 16;
+      if (next[s] >= frames || (s == 1 && call == 1)) continue;
+      const std::size_t n = std::min(window[s], frames - next[s]);
+      streams.push_back({&states[s], std::span(codes[s]).subspan(next[s] * 16, n * 16), &together[s]});
+      next[s] += n;
+    }
+    if (streams.empty()) break;
+    codec().decode_batch(pool, streams);
+  }
+  for (std::size_t s = 0; s < 3; ++s) {
+    INFO("stream " << s);
+    REQUIRE(together[s].size() == alone[s].size());
+    CHECK(relative_l2(together[s], alone[s]) <= tolerance);
+    CHECK(max_abs_difference(together[s], alone[s]) <= tolerance);
+  }
+}
+
+TEST_CASE("codec: a bad code is refused before the stream's state changes", "[qwen3_tts][codec]") {
+  detail::ThreadPool pool(2);
+  const std::vector<std::int32_t> codes = random_codes(6, 6);
+  Qwen3TtsCodecState state = codec().new_stream();
+  std::vector<float> pcm;
+  codec().decode(pool, state, std::span(codes).first(3 * 16), pcm);
+  std::vector<std::int32_t> bad(codes.begin() + 3 * 16, codes.end());
+  bad[16 + 5] = 2048;  // frame 1 of the call, codebook 5
+  try {
+    codec().decode(pool, state, bad, pcm);
+    FAIL("a code of 2048 was accepted");
+  } catch (const invalid_argument& e) {
+    CHECK_THAT(e.what(), Catch::Contains("frame 1, codebook 5: code 2048 is outside [0, 2048)"));
+  }
+  CHECK(state.frames == 3);
+  CHECK(pcm.size() == 3u * 1920u);
+  CHECK_THROWS_AS(codec().decode(pool, state, std::span(codes).first(17), pcm), invalid_argument);  // not whole frames
+  codec().decode(pool, state, std::span(codes).first(0), pcm);  // no frames: nothing changes
+  CHECK(state.frames == 3);
+  codec().decode(pool, state, std::span(codes).subspan(3 * 16), pcm);
+  const std::size_t whole[] = {6};
+  CHECK(max_abs_difference(pcm, decode_in_chunks(pool, codes, whole)) <= tolerance);
+}
+
+TEST_CASE("codec: the random checkpoint's audio has a realistic level", "[qwen3_tts][codec]") {
+  // izwi-make-random-qwen3-tts scales its weights so that random codes give
+  // audio that is neither silent nor mostly clipped (a comparison against
+  // another implementation on clipped audio would pass trivially).
+  detail::ThreadPool pool(2);
+  const std::size_t whole[] = {30};
+  const std::vector<float> pcm = decode_in_chunks(pool, random_codes(30, 7), whole);
+  double sq = 0;
+  std::size_t clipped = 0;
+  for (float x : pcm) {
+    sq += double(x) * x;
+    clipped += std::abs(x) >= 1.0f;
+  }
+  const double rms = std::sqrt(sq / double(pcm.size()));
+  INFO("rms " << rms << ", clipped " << clipped << " of " << pcm.size());
+  CHECK(rms > 0.02);
+  CHECK(rms < 0.5);
+  CHECK(double(clipped) < 0.01 * double(pcm.size()));
+}

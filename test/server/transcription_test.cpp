@@ -1,0 +1,525 @@
+// Long-form transcription (izwi/asr/transcriber.hpp) over a fake engine, the
+// VAD chunk plan, and the transcription protocol (server/transcription_api.hpp):
+// form parsing, srt/vtt/verbose_json/json/text bodies, streamed events.
+#include <catch2/catch.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numbers>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "izwi/asr/chunking.hpp"
+#include "izwi/asr/transcriber.hpp"
+#include "izwi/server/transcription_api.hpp"
+
+#include "multipart_test_support.hpp"
+
+namespace { auto ContainsSubstring(const std::string& s) { return Catch::Matchers::Contains(s); } }
+using Catch::Matchers::WithinAbs;
+using izwi::TokenId;
+namespace asr = izwi::asr;
+namespace openai = izwi::server::openai;
+
+namespace {
+
+// A multilingual vocabulary (51865 ids: the special ids are the real ones)
+// whose text tokens are the 256 bytes, a few words and unused fillers.
+const izwi::tokenizer::WhisperTokenizer& fake_tokenizer() {
+  static const izwi::tokenizer::WhisperTokenizer tokenizer = [] {
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+    for (const char* w : {" hello", " world", " again", " la", " silence", " one", " two", " three"}) tokens.emplace_back(w);
+    while (tokens.size() < 50257) tokens.push_back("\x01unused" + std::to_string(tokens.size()));
+    return izwi::tokenizer::WhisperTokenizer::from_vocabulary(std::move(tokens), 51865);
+  }();
+  return tokenizer;
+}
+
+const izwi::tokenizer::WhisperSpecialTokens& special() { return fake_tokenizer().special(); }
+TokenId word(std::string_view w) { return *fake_tokenizer().token_to_id(w); }
+TokenId ts(double seconds) { return special().timestamp_begin + static_cast<TokenId>(std::lround(seconds / 0.02)); }
+
+/// What the fake model answers for one decode job.
+struct Decoded {
+  std::vector<TokenId> tokens;  // without <|endoftext|>
+  float logprob = -0.1f;        // each token's, <|endoftext|> included
+};
+
+/// Runs a transcriber to the end: probes answer `language` with
+/// probability 0.9 and the given no-speech probability; decodes answer
+/// `decode(job)`. `reverse`: finish the jobs of each round last-first (an
+/// engine finishing batched windows out of order).
+struct FakeEngine {
+  std::string language = "en";
+  std::function<double(const asr::WindowJob&)> no_speech = [](const asr::WindowJob&) { return 0.01; };
+  std::function<Decoded(const asr::WindowJob&)> decode;
+  bool reverse = false;
+  std::vector<asr::WindowJob> seen;
+  std::vector<std::string> deltas;
+
+  izwi::StreamChunk probe_chunk(const asr::WindowJob& job) const {
+    izwi::StreamChunk c;
+    const TokenId lang = *special().language_token(language);
+    c.token_ids = {lang};
+    izwi::TokenLogprobs lp;
+    lp.token = lang;
+    lp.logprob = std::log(0.9f);
+    lp.top = {{lang, lp.logprob}, {special().no_speech, static_cast<float>(std::log(no_speech(job)))}};
+    c.logprobs.push_back(lp);
+    c.finish_reason = izwi::FinishReason::length;
+    return c;
+  }
+
+  std::vector<izwi::StreamChunk> decode_chunks(const asr::WindowJob& job) const {
+    Decoded d = decode(job);
+    d.tokens.push_back(special().eot);
+    std::vector<izwi::StreamChunk> chunks;
+    for (std::size_t i = 0; i < d.tokens.size(); ++i) {  // one chunk per token, as the engine streams
+      izwi::StreamChunk c;
+      c.token_ids = {d.tokens[i]};
+      c.logprobs.push_back({d.tokens[i], d.logprob, {}});
+      if (i + 1 == d.tokens.size()) c.finish_reason = izwi::FinishReason::stop;
+      chunks.push_back(std::move(c));
+    }
+    return chunks;
+  }
+
+  void run(asr::Transcriber& t) {
+    for (int round = 0; round < 1000 && !t.done(); ++round) {
+      std::vector<asr::WindowJob> jobs = t.take_jobs();
+      REQUIRE((!jobs.empty() || t.done()));
+      if (reverse) std::reverse(jobs.begin(), jobs.end());
+      for (const auto& job : jobs) {
+        seen.push_back(job);
+        if (job.kind == asr::WindowJob::Kind::language_probe) {
+          t.on_chunk(job.id, probe_chunk(job));
+        } else {
+          for (const auto& c : decode_chunks(job)) t.on_chunk(job.id, c);
+        }
+        while (auto d = t.take_delta()) deltas.push_back(d->text);
+      }
+    }
+    REQUIRE(t.done());
+    REQUIRE(t.jobs_in_flight() == 0);
+  }
+
+  std::vector<asr::WindowJob> decodes() const {
+    std::vector<asr::WindowJob> out;
+    for (const auto& j : seen)
+      if (j.kind == asr::WindowJob::Kind::decode) out.push_back(j);
+    return out;
+  }
+};
+
+std::shared_ptr<const std::vector<float>> silence(double seconds) {
+  return std::make_shared<const std::vector<float>>(static_cast<std::size_t>(seconds * 16000), 0.0f);
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += p;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compression_ratio: zlib's, repetitive text above 2.4, plain text below", "[asr]") {
+  CHECK(asr::compression_ratio("") == 0.0);
+  std::string repeated;
+  for (int i = 0; i < 40; ++i) repeated += "the the the ";
+  CHECK(asr::compression_ratio(repeated) > 10.0);
+  CHECK(asr::compression_ratio("And so my fellow Americans, ask not what your country can do for you.") < 2.4);
+  // Python: len(b) / len(zlib.compress(b)) for b"hello hello hello hello" is 23 / 16.
+  CHECK_THAT(asr::compression_ratio("hello hello hello hello"), WithinAbs(23.0 / 16.0, 1e-12));
+}
+
+TEST_CASE("TranscriptionOptions: the fallback temperatures climb to 1.0 by 0.2", "[asr]") {
+  asr::TranscriptionOptions o;
+  CHECK(o.temperatures() == std::vector<float>{0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f});
+  o.temperature = 0.5f;
+  CHECK(o.temperatures() == std::vector<float>{0.5f, 0.7f, 0.9f});
+  o.temperature_increment = 0;
+  CHECK(o.temperatures() == std::vector<float>{0.5f});
+}
+
+TEST_CASE("Transcriber: long audio seeks by the last timestamp and prompts with the previous text", "[asr]") {
+  // 65 s. Window 1 (0 s): two segments ending on a pair at 10 s -> seek to 10 s.
+  // Window 2 (10 s): two segments, then a single timestamp ending -> seek by the whole window (to 40 s).
+  // Window 3 (40 s, 25 s long): text without timestamps -> one segment over the window.
+  FakeEngine fake;
+  fake.decode = [](const asr::WindowJob& job) -> Decoded {
+    const double at = static_cast<double>(job.begin) / 16000;
+    if (at == 0) return {{ts(0), word(" hello"), ts(5), ts(5), word(" world"), ts(10), ts(10)}};
+    if (at == 10) return {{ts(0), word(" again"), ts(4), ts(4), word(" one"), ts(6)}};
+    return {{word(" two"), word(" three")}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(65), options);
+  fake.run(t);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 5);
+  const std::vector<std::tuple<std::string, double, double, std::size_t>> expected{
+      {" hello", 0, 5, 0}, {" world", 5, 10, 0}, {" again", 10, 14, 1000}, {" one", 14, 16, 1000},
+      {" two three", 40, 65, 4000}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("segment " << i);
+    CHECK(r.segments[i].id == i);
+    CHECK(r.segments[i].text == std::get<0>(expected[i]));
+    CHECK_THAT(r.segments[i].start, WithinAbs(std::get<1>(expected[i]), 1e-9));
+    CHECK_THAT(r.segments[i].end, WithinAbs(std::get<2>(expected[i]), 1e-9));
+    CHECK(r.segments[i].seek == std::get<3>(expected[i]));
+  }
+  CHECK(r.segments[1].tokens == std::vector<TokenId>{ts(5), word(" world"), ts(10)});
+  CHECK(r.text == "hello world again one two three");
+  CHECK(r.language == "en");
+  CHECK(r.duration == 65.0);
+
+  const auto decodes = fake.decodes();
+  REQUIRE(decodes.size() == 3);
+  CHECK(decodes[0].previous_tokens.empty());
+  CHECK(decodes[1].previous_tokens == std::vector<TokenId>{ts(0), word(" hello"), ts(5), ts(5), word(" world"), ts(10)});
+  CHECK(decodes[2].previous_tokens.size() == 12);
+  CHECK(decodes[1].begin == 10 * 16000);
+  CHECK(decodes[2].begin == 40 * 16000);
+  CHECK(decodes[2].end - decodes[2].begin == 25 * 16000);
+  // Every window is probed (no-speech probability) before it is decoded.
+  CHECK(fake.seen.size() == 6);
+  CHECK(joined(fake.deltas) == r.text);
+}
+
+TEST_CASE("Transcriber: the temperature falls back on repetitive text and low log-probability", "[asr]") {
+  FakeEngine fake;
+  std::vector<TokenId> repetitive{ts(0)};
+  for (int i = 0; i < 60; ++i) repetitive.push_back(word(" la"));
+  repetitive.push_back(ts(5));
+  fake.decode = [&](const asr::WindowJob& job) -> Decoded {
+    if (job.temperature < 0.1f) return {repetitive};                             // compression ratio far above 2.4
+    if (job.temperature < 0.3f) return {{ts(0), word(" hello"), ts(2)}, -1.5f};  // avg log-probability below -1
+    return {{ts(0), word(" world"), ts(2)}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(3), options);
+  fake.run(t);
+  const auto decodes = fake.decodes();
+  REQUIRE(decodes.size() == 3);
+  CHECK(decodes[0].temperature == 0.0f);
+  CHECK(decodes[1].temperature == 0.2f);
+  CHECK(decodes[2].temperature == 0.4f);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 1);
+  CHECK(r.segments[0].text == " world");
+  CHECK(r.segments[0].temperature == 0.4f);
+  CHECK(r.segments[0].compression_ratio < 2.4);
+  CHECK_THAT(r.segments[0].avg_logprob, WithinAbs(-0.1, 1e-6));
+  CHECK(r.windows_decoded == 3);
+
+  SECTION("when every temperature fails, the last decode stands and the next prompt is reset") {
+    FakeEngine bad;
+    bad.decode = [&](const asr::WindowJob& job) -> Decoded {
+      if (job.begin == 0) return {{ts(0), word(" hello"), ts(20), ts(20)}, -3.0f};
+      return {{ts(0), word(" world"), ts(1)}};
+    };
+    asr::Transcriber t2(fake_tokenizer(), silence(40), options);
+    bad.run(t2);
+    const auto d = bad.decodes();
+    REQUIRE(d.size() == 7);  // 6 temperatures for the first window, one for the second
+    CHECK(d[5].temperature == 1.0f);
+    CHECK(d[6].previous_tokens.empty());  // decoded above 0.5: not a prompt
+    CHECK(t2.result().segments[0].temperature == 1.0f);
+  }
+}
+
+TEST_CASE("Transcriber: a window of silence (no-speech above 0.6, log-probability below -1) is skipped", "[asr]") {
+  FakeEngine fake;
+  fake.no_speech = [](const asr::WindowJob& job) { return job.begin == 0 ? 0.9 : 0.01; };
+  fake.decode = [](const asr::WindowJob& job) -> Decoded {
+    if (job.begin == 0) return {{ts(0), word(" silence"), ts(3)}, -2.0f};
+    return {{ts(0), word(" hello"), ts(3)}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(45), options);
+  fake.run(t);
+  const auto decodes = fake.decodes();
+  REQUIRE(decodes.size() == 2);  // no fallback for silence
+  CHECK(decodes[1].begin == 30 * 16000);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 1);
+  CHECK(r.segments[0].text == " hello");
+  CHECK_THAT(r.segments[0].start, WithinAbs(30.0, 1e-9));
+  CHECK_THAT(r.segments[0].no_speech_prob, WithinAbs(0.01, 1e-6));
+
+  SECTION("a confident decode is kept despite a high no-speech probability") {
+    FakeEngine kept;
+    kept.no_speech = [](const asr::WindowJob&) { return 0.9; };
+    kept.decode = [](const asr::WindowJob&) -> Decoded { return {{ts(0), word(" hello"), ts(3)}, -0.5f}; };
+    asr::Transcriber t2(fake_tokenizer(), silence(5), options);
+    kept.run(t2);
+    CHECK(t2.result().text == "hello");
+  }
+}
+
+TEST_CASE("Transcriber: the language is detected once, from the first window", "[asr]") {
+  FakeEngine fake;
+  fake.language = "de";
+  fake.decode = [](const asr::WindowJob&) -> Decoded { return {{ts(0), word(" hello"), ts(3)}}; };
+  std::vector<izwi::audio::AudioChunk> regions{{0, 16000 * 10}, {16000 * 20, 16000 * 30}};
+  asr::Transcriber t(fake_tokenizer(), silence(30), {}, regions);
+  fake.run(t);
+  for (const auto& d : fake.decodes()) CHECK(d.language == std::optional<std::string>("de"));
+  const asr::Transcription r = t.result();
+  CHECK(r.language == "de");
+  CHECK_THAT(r.language_probability, WithinAbs(0.9, 1e-6));
+
+  asr::TranscriptionOptions klingon;
+  klingon.language = "xx";
+  CHECK_THROWS_WITH(asr::Transcriber(fake_tokenizer(), silence(1), klingon),
+                    ContainsSubstring("unknown language 'xx'") && ContainsSubstring("en, zh, de"));
+}
+
+TEST_CASE("Transcriber: VAD regions decode at once and are stitched in audio order", "[asr]") {
+  FakeEngine fake;
+  fake.reverse = true;  // later regions finish first
+  const std::vector<izwi::audio::AudioChunk> regions{{0, 16000 * 28}, {16000 * 28, 16000 * 55}, {16000 * 70, 16000 * 90}};
+  fake.decode = [](const asr::WindowJob& job) -> Decoded {
+    const TokenId w = job.begin == 0 ? word(" one") : job.begin == 16000 * 28 ? word(" two") : word(" three");
+    return {{ts(1), w, ts(2)}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(90), options, regions);
+  // Every region's first job is handed out at once (one engine batch).
+  const auto first = t.take_jobs();
+  CHECK(first.size() == 3);
+  // Run them (re-queued through a fresh transcriber, since take_jobs consumed them).
+  asr::Transcriber t2(fake_tokenizer(), silence(90), options, regions);
+  fake.run(t2);
+  const asr::Transcription r = t2.result();
+  REQUIRE(r.segments.size() == 3);
+  CHECK(r.segments[0].text == " one");
+  CHECK_THAT(r.segments[0].start, WithinAbs(0.0, 1e-9));  // no timestamp pair: the window's start
+  CHECK_THAT(r.segments[0].end, WithinAbs(2.0, 1e-9));
+  CHECK(r.segments[1].text == " two");
+  CHECK_THAT(r.segments[1].start, WithinAbs(28.0, 1e-9));
+  CHECK_THAT(r.segments[1].end, WithinAbs(30.0, 1e-9));
+  CHECK(r.segments[1].seek == 2800);
+  CHECK(r.segments[2].text == " three");
+  CHECK_THAT(r.segments[2].start, WithinAbs(70.0, 1e-9));
+  CHECK(r.segments[2].id == 2);
+  CHECK(r.text == "one two three");
+  CHECK(joined(fake.deltas) == r.text);
+  CHECK(fake.deltas.front() == "one");  // in audio order although region 3 finished first
+  CHECK(r.duration == 90.0);
+}
+
+TEST_CASE("Transcriber: segment times past the audio are clamped to its end", "[asr]") {
+  FakeEngine fake;
+  fake.decode = [](const asr::WindowJob&) -> Decoded { return {{ts(1), word(" hello"), ts(12), ts(12), word(" world"), ts(20)}}; };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(5), options);
+  fake.run(t);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 2);
+  CHECK(r.segments[0].start == 1.0);
+  CHECK(r.segments[0].end == 5.0);
+  CHECK(r.segments[1].start == 5.0);  // then zero-length: its text is dropped
+  CHECK(r.segments[1].end == 5.0);
+  CHECK(r.segments[1].text.empty());
+  CHECK(r.text == "hello");
+}
+
+TEST_CASE("Transcriber: an aborted window fails the transcription", "[asr]") {
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), silence(5), options);
+  auto jobs = t.take_jobs();
+  REQUIRE(jobs.size() == 1);
+  izwi::StreamChunk c;
+  c.finish_reason = izwi::FinishReason::abort;
+  t.on_chunk(jobs[0].id, c);
+  CHECK(t.done());
+  CHECK(t.failed());
+  CHECK(t.failure_reason() == izwi::FinishReason::abort);
+  CHECK(t.take_jobs().empty());
+}
+
+TEST_CASE("Transcriber: silence and audio shorter than a mel frame give empty text", "[asr]") {
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber none(fake_tokenizer(), silence(0.005), options);
+  CHECK(none.done());
+  CHECK(none.result().text.empty());
+  asr::Transcriber no_regions(fake_tokenizer(), silence(5), options, {{0, 0}});
+  CHECK(no_regions.done());
+}
+
+TEST_CASE("plan_vad_regions: chunks of at most 30 s, only those holding speech", "[asr]") {
+  // 0-20 s silence, 20-40 s a tone, 40-75 s silence (energy VAD: no model).
+  std::vector<float> samples(16000 * 75, 0.0f);
+  for (std::size_t i = 16000 * 20; i < 16000 * 40; ++i)
+    samples[i] = 0.3f * static_cast<float>(std::sin(2 * std::numbers::pi * 220.0 * static_cast<double>(i) / 16000));
+  const auto regions = asr::plan_vad_regions(samples, {}, {});
+  REQUIRE(!regions.empty());
+  std::size_t covered = 0;
+  for (const auto& r : regions) {
+    CHECK(r.length() <= 16000 * 30);
+    CHECK((r.start < 16000 * 40 && r.end > 16000 * 20));
+    covered += std::min<std::size_t>(r.end, 16000 * 40) - std::max<std::size_t>(r.start, 16000 * 20);
+  }
+  CHECK(covered == 16000 * 20);  // every second of the tone is in a region
+  CHECK(asr::plan_vad_regions(std::vector<float>(16000 * 5, 0.0f), {}, {}).empty());
+  asr::VadChunkingOptions bad;
+  bad.threshold = 2.0f;
+  CHECK_THROWS(asr::plan_vad_regions(samples, {}, bad));
+}
+
+// --- the protocol --------------------------------------------------------------------
+
+namespace {
+
+izwi::server::multipart::FormData form_of(std::string& body, const std::vector<izwi_multipart_test::Field>& fields) {
+  body = izwi_multipart_test::encode("B0undary", fields);
+  return izwi::server::multipart::parse(body, "B0undary");
+}
+
+asr::Transcription sample_result() {
+  asr::Transcription r;
+  r.language = "en";
+  r.duration = 3661.4;
+  r.text = "Hello --> world. Again";
+  asr::Segment a;
+  a.id = 0;
+  a.start = 0;
+  a.end = 2.5;
+  a.text = " Hello --> world.";
+  a.tokens = {1, 2, 3};
+  a.avg_logprob = -0.25;
+  a.compression_ratio = 1.1;
+  a.no_speech_prob = 0.01;
+  asr::Segment empty;
+  empty.id = 1;
+  empty.start = empty.end = 2.5;
+  asr::Segment b;
+  b.id = 2;
+  b.seek = 3000;
+  b.start = 3600.0;
+  b.end = 3661.2346;
+  b.text = " Again";
+  b.temperature = 0.2f;
+  r.segments = {a, empty, b};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("transcription form: fields, defaults and errors that name the field", "[server][asr]") {
+  std::string body;
+  auto form = form_of(body, {{"file", "a.wav", "audio/wav", "RIFF...."},
+                             {"model", {}, {}, "whisper-1"},
+                             {"language", {}, {}, "German"},
+                             {"response_format", {}, {}, "verbose_json"},
+                             {"temperature", {}, {}, "0.3"},
+                             {"timestamp_granularities[]", {}, {}, "segment"},
+                             {"include[]", {}, {}, "logprobs"},
+                             {"stream", {}, {}, "true"},
+                             {"chunking_strategy[type]", {}, {}, "server_vad"},
+                             {"chunking_strategy[threshold]", {}, {}, "0.4"}});
+  const auto r = openai::parse_transcription_request(form, false);
+  CHECK(r.file == "RIFF....");
+  CHECK(r.filename == std::optional<std::string>("a.wav"));
+  CHECK(r.model == "whisper-1");
+  CHECK(r.language == std::optional<std::string>("de"));
+  CHECK(r.response_format == openai::TranscriptionFormat::verbose_json);
+  CHECK(r.temperature == 0.3f);
+  CHECK(r.logprobs);
+  CHECK(r.stream);
+  REQUIRE(r.vad);
+  CHECK(r.vad->threshold == 0.4f);
+
+  auto error_of = [&](const std::vector<izwi_multipart_test::Field>& fields, bool translation = false) {
+    std::string b;
+    auto f = form_of(b, fields);
+    try {
+      openai::parse_transcription_request(f, translation);
+    } catch (const izwi::server::ApiError& e) {
+      CHECK(e.status == 400);
+      return std::string(e.param.value_or("")) + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  const izwi_multipart_test::Field file{"file", "a.wav", {}, "x"};
+  CHECK_THAT(error_of({{"model", {}, {}, "m"}}), ContainsSubstring("file: "));
+  CHECK_THAT(error_of({file, {"language", {}, {}, "klingon"}}),
+             ContainsSubstring("language: Unknown language 'klingon'") && ContainsSubstring("en, zh, de"));
+  CHECK_THAT(error_of({file, {"timestamp_granularities[]", {}, {}, "word"}}), ContainsSubstring("not supported yet"));
+  CHECK_THAT(error_of({file, {"response_format", {}, {}, "docx"}}), ContainsSubstring("response_format: "));
+  CHECK_THAT(error_of({file, {"temperature", {}, {}, "1.5"}}), ContainsSubstring("temperature: "));
+  CHECK_THAT(error_of({file, {"temperature", {}, {}, "hot"}}), ContainsSubstring("must be a number"));
+  CHECK_THAT(error_of({file, {"chunking_strategy", {}, {}, "{\"type\": \"fixed\"}"}}),
+             ContainsSubstring("chunking_strategy.type"));
+  CHECK_THAT(error_of({file, {"include[]", {}, {}, "words"}}), ContainsSubstring("include: "));
+
+  std::string b2;
+  auto f2 = form_of(b2, {file, {"chunking_strategy", {}, {}, "auto"}, {"language", {}, {}, "en"}});
+  CHECK(openai::parse_transcription_request(f2, false).vad.has_value());
+  CHECK(!openai::parse_transcription_request(f2, true).language.has_value());  // translations ignore it
+}
+
+TEST_CASE("transcription formats: srt, vtt, verbose_json, json and text", "[server][asr]") {
+  CHECK(openai::format_timestamp(3661.25, ',') == "01:01:01,250");
+  CHECK(openai::format_timestamp(0.0014, '.') == "00:00:00.001");
+  CHECK(openai::format_timestamp(59.9996, '.') == "00:01:00.000");
+  CHECK(openai::format_timestamp(-1, ',') == "00:00:00,000");
+
+  const asr::Transcription r = sample_result();
+  CHECK(openai::srt_text(r) ==
+        "1\n00:00:00,000 --> 00:00:02,500\nHello -> world.\n\n"
+        "2\n01:00:00,000 --> 01:01:01,235\nAgain\n\n");
+  CHECK(openai::vtt_text(r) ==
+        "WEBVTT\n\n00:00:00.000 --> 00:00:02.500\nHello -> world.\n\n"
+        "01:00:00.000 --> 01:01:01.235\nAgain\n\n");
+  CHECK(openai::transcription_body(r, openai::TranscriptionFormat::text, false) == "Hello --> world. Again\n");
+
+  const auto verbose = boost::json::parse(openai::transcription_body(r, openai::TranscriptionFormat::verbose_json, true));
+  const auto& v = verbose.as_object();
+  CHECK(v.at("task") == "translate");
+  CHECK(v.at("language") == "english");
+  CHECK(v.at("duration").as_double() == 3661.4);
+  CHECK(v.at("usage").at("type") == "duration");
+  CHECK(v.at("usage").at("seconds").as_int64() == 3662);
+  const auto& segments = v.at("segments").as_array();
+  REQUIRE(segments.size() == 3);
+  for (const char* key : {"id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob",
+                          "compression_ratio", "no_speech_prob"})
+    CHECK(segments[0].as_object().contains(key));
+  CHECK(segments[0].at("tokens").as_array().size() == 3);
+  CHECK(segments[2].at("seek").as_int64() == 3000);
+  CHECK_THAT(segments[2].at("temperature").as_double(), WithinAbs(0.2, 1e-6));
+
+  const boost::json::array lps = openai::transcription_logprobs_json(std::vector<openai::TokenLogprob>{{" Hi", -0.5f}});
+  const auto json = boost::json::parse(openai::transcription_body(r, openai::TranscriptionFormat::json, false, &lps));
+  CHECK(json.at("text") == "Hello --> world. Again");
+  CHECK(json.at("logprobs").as_array()[0].at("bytes").as_array().size() == 3);
+  CHECK(json.at("logprobs").as_array()[0].at("logprob").as_double() == -0.5);
+
+  const auto delta = openai::transcript_delta_event("Hi");
+  CHECK(delta.at("type") == "transcript.text.delta");
+  CHECK(delta.at("delta") == "Hi");
+  CHECK(!delta.contains("logprobs"));
+  const auto done = openai::transcript_done_event("Hi there", 10.2, &lps);
+  CHECK(done.at("type") == "transcript.text.done");
+  CHECK(done.at("text") == "Hi there");
+  CHECK(done.at("usage").at("seconds").as_int64() == 11);
+  CHECK(done.at("logprobs").as_array().size() == 1);
+  CHECK(openai::language_name("yue") == "cantonese");
+}
