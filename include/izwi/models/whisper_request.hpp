@@ -34,8 +34,9 @@ struct WhisperPromptOptions {
   bool translate = false;
   /// false adds <|notimestamps|>: text only, no segment times.
   bool timestamps = true;
-  /// Text tokens of the previous window or the user's prompt, placed after
-  /// <|startofprev|>; the last n_text_ctx/2 − 1 (223) are kept, as openai-whisper does.
+  /// Tokens of the previous window (text and timestamps, as openai-whisper
+  /// keeps them) or the user's prompt, placed after <|startofprev|>; the last
+  /// n_text_ctx/2 − 1 (223) are kept, as openai-whisper does.
   std::vector<TokenId> previous_tokens;
 };
 

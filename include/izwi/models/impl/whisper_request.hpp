@@ -56,9 +56,8 @@ inline std::vector<TokenId> whisper_decoder_prompt(const Whisper& model, const W
     prompt.insert(prompt.end(), options.previous_tokens.end() - static_cast<std::ptrdiff_t>(keep),
                   options.previous_tokens.end());
     for (TokenId t : prompt)
-      if (t != s.sot_prev && (t < 0 || t >= s.eot))
-        throw invalid_argument("prompt", "previous_tokens must be text tokens (below " + std::to_string(s.eot) +
-                                             "), got " + std::to_string(t));
+      if (t != s.sot_prev && (t < 0 || t >= s.eot) && !s.is_timestamp(t))
+        throw invalid_argument("prompt", "previous_tokens must be text or timestamp tokens, got " + std::to_string(t));
   }
   prompt.push_back(s.sot);
   if (s.multilingual) {
