@@ -461,7 +461,10 @@ TEST_CASE("transcription form: fields, defaults and errors that name the field",
   CHECK_THAT(error_of({{"model", {}, {}, "m"}}), ContainsSubstring("file: "));
   CHECK_THAT(error_of({file, {"language", {}, {}, "klingon"}}),
              ContainsSubstring("language: Unknown language 'klingon'") && ContainsSubstring("en, zh, de"));
-  CHECK_THAT(error_of({file, {"timestamp_granularities[]", {}, {}, "word"}}), ContainsSubstring("not supported yet"));
+  CHECK_THAT(error_of({file, {"timestamp_granularities[]", {}, {}, "word"}}),
+             ContainsSubstring("timestamp_granularities: ") && ContainsSubstring("verbose_json"));
+  CHECK_THAT(error_of({file, {"response_format", {}, {}, "verbose_json"}, {"timestamp_granularities[]", {}, {}, "char"}}),
+             ContainsSubstring("timestamp_granularities: "));
   CHECK_THAT(error_of({file, {"response_format", {}, {}, "docx"}}), ContainsSubstring("response_format: "));
   CHECK_THAT(error_of({file, {"temperature", {}, {}, "1.5"}}), ContainsSubstring("temperature: "));
   CHECK_THAT(error_of({file, {"temperature", {}, {}, "hot"}}), ContainsSubstring("must be a number"));

@@ -139,6 +139,13 @@ struct Segment {
   std::vector<TokenLogprob> text_logprobs;  ///< the text tokens' log-probabilities
 };
 
+/// A word and its time (timestamp_granularities[]=word; word_timestamps.hpp).
+struct Word {
+  std::string word;  ///< without its leading space, as OpenAI's verbose_json gives it
+  double start = 0, end = 0;
+  double probability = 0;
+};
+
 struct Transcription {
   std::string language;              ///< code; the detected one when none was given
   double language_probability = 0;   ///< when detected (else 0)

@@ -4,15 +4,16 @@
 //
 //   form fields   file (required), model, language, prompt, response_format
 //                 (json | text | srt | verbose_json | vtt), temperature (0..1),
-//                 timestamp_granularities[] (segment; word → 400 "not supported
-//                 yet"), stream ("true": SSE), chunking_strategy ("auto", or
+//                 timestamp_granularities[] (segment, word; verbose_json only),
+//                 stream ("true": SSE), chunking_strategy ("auto", or
 //                 {"type": "server_vad", threshold, prefix_padding_ms,
 //                 silence_duration_ms} as JSON text or as the SDK's
 //                 chunking_strategy[type] fields), include[] (logprobs).
 //   responses     json          {"text", ["logprobs"], "usage": {"type": "duration", "seconds"}}
 //                 text          the text and a newline (text/plain)
 //                 srt, vtt      subtitles of the segments
-//                 verbose_json  {"task", "language", "duration", "text", "segments": [...], "usage"}
+//                 verbose_json  {"task", "language", "duration", "text", "segments": [...],
+//                               ["words": [{"word", "start", "end"}]], "usage"}
 //                 stream        data: {"type": "transcript.text.delta", "delta"[, "logprobs"]}
 //                               ... data: {"type": "transcript.text.done", "text"[, "logprobs"], "usage"}
 //
@@ -40,6 +41,13 @@ enum class TranscriptionFormat : std::uint8_t { json, text, srt, verbose_json, v
 
 /// A transcription or translation request, parsed and checked (the model's
 /// own checks — language known, task served — come later).
+/// timestamp_granularities[]: which timestamps verbose_json carries. None
+/// given: segments only (OpenAI's default).
+struct TimestampGranularities {
+  bool segment = true;
+  bool word = false;
+};
+
 struct TranscriptionRequest {
   /// The uploaded file's bytes: a view into the request body.
   std::string_view file;
@@ -52,6 +60,7 @@ struct TranscriptionRequest {
   float temperature = 0.0f;
   bool stream = false;
   bool logprobs = false;
+  TimestampGranularities granularities;
   /// chunking_strategy given: the VAD fast path with these parameters.
   std::optional<asr::VadChunkingOptions> vad;
 };
@@ -77,12 +86,20 @@ boost::json::array transcription_logprobs_json(std::span<const TokenLogprob> tok
 /// {"type": "duration", "seconds": N} (whole seconds, rounded up, as OpenAI bills).
 boost::json::object duration_usage_json(double seconds);
 
+/// What verbose_json carries besides the text.
+struct VerboseContents {
+  bool segments = true;
+  /// The words (timestamp_granularities[]=word), or null: no "words" field.
+  const std::vector<asr::Word>* words = nullptr;
+};
+
 /// The body of a non-streamed response. `logprobs`: json format only
 /// (transcription_logprobs_json of the text tokens), or null.
 std::string transcription_body(const asr::Transcription& result, TranscriptionFormat format, bool translation,
-                               const boost::json::array* logprobs = nullptr);
+                               const boost::json::array* logprobs = nullptr, VerboseContents verbose = {});
 /// verbose_json's object.
-boost::json::object verbose_transcription_json(const asr::Transcription& result, bool translation);
+boost::json::object verbose_transcription_json(const asr::Transcription& result, bool translation,
+                                               VerboseContents contents = {});
 /// SubRip and WebVTT texts of the segments (empty segments left out).
 std::string srt_text(const asr::Transcription& result);
 std::string vtt_text(const asr::Transcription& result);

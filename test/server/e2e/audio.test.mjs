@@ -103,6 +103,29 @@ describe("/v1/audio/transcriptions", () => {
     verbose = await upload([["response_format", "verbose_json"], ["timestamp_granularities[]", "segment"]]);
   });
 
+  test("verbose_json with word timestamps: words that make up the text, in order, within the audio", async () => {
+    const r = await upload([["response_format", "verbose_json"], ["timestamp_granularities[]", "word"]]);
+    assert.equal(r.status, 200, r.text);
+    const v = r.json;
+    assert.ok(Array.isArray(v.words), `no words: ${r.text.slice(0, 300)}`);
+    assert.ok(!("segments" in v), "word granularity alone gives no segments, as OpenAI's");
+    assert.ok(v.words.length > 0);
+    let last = 0;
+    for (const w of v.words) {
+      assert.deepEqual(Object.keys(w).sort(), ["end", "start", "word"]);
+      assert.ok(w.start >= last - 1e-9 && w.start <= w.end && w.end <= v.duration + 0.02, `word ${JSON.stringify(w)}`);
+      last = w.start;
+    }
+    // The words are the text's, in order: joined without spaces they equal the text without spaces.
+    const squash = (t) => t.replace(/\s+/g, "");
+    assert.equal(squash(v.words.map((w) => w.word).join("")), squash(v.text));
+    const both = await upload([["response_format", "verbose_json"], ["timestamp_granularities[]", "word"],
+                               ["timestamp_granularities[]", "segment"]]);
+    assert.equal(both.status, 200, both.text);
+    assert.ok(Array.isArray(both.json.segments) && Array.isArray(both.json.words));
+    assert.deepEqual(both.json.words, v.words, "the same audio gives the same words");
+  });
+
   test("json: text and the duration usage", () => {
     assert.equal(json.status, 200, json.text);
     assert.equal(typeof json.json.text, "string");
@@ -249,9 +272,9 @@ describe("errors", () => {
     assert.match(e.message, /en, zh, de/);
   });
 
-  test("word timestamps: 400 not supported yet; a text model: 400", async () => {
+  test("word timestamps outside verbose_json: 400; a text model: 400", async () => {
     let e = checkErrorEnvelope(assert, await upload([["timestamp_granularities[]", "word"]]), 400, "word");
-    assert.match(e.message, /not supported yet/);
+    assert.match(e.message, /verbose_json/);
     e = checkErrorEnvelope(assert, await upload([], {model: MODEL_ID}), 400, "qwen3 for transcription");
     assert.equal(e.param, "model");
   });

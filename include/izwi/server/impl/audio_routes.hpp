@@ -17,6 +17,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "izwi/asr/word_timestamps.hpp"
 #include "izwi/audio/decode.hpp"
 #include "izwi/server/detail/whisper_jobs.hpp"
 #include "izwi/server/transcription_api.hpp"
@@ -56,6 +57,7 @@ struct PreparedTranscription {
   bool translation = false;
   bool streaming = false;
   bool logprobs = false;
+  openai::TimestampGranularities granularities;
 };
 
 /// One transcription being answered: the transcriber, the engine streams of
@@ -206,7 +208,35 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
   void finish() {
     finished_ = true;
     keep_alive_.cancel();
-    const asr::Transcription result = p_.transcriber->result();
+    asr::Transcription result = p_.transcriber->result();
+    if (p_.granularities.word && !p_.streaming) return align_words_then_answer(std::move(result));
+    answer(result);
+  }
+
+  /// timestamp_granularities[]=word: each window is encoded again and its
+  /// tokens aligned (asr::word_timestamps) on a work thread, never on the
+  /// strand; the answer follows on the strand.
+  void align_words_then_answer(asr::Transcription result) {
+    boost::asio::post(work_, [self = shared_from_this(), result = std::move(result), model = p_.model,
+                              samples = p_.transcriber->samples(), translate = p_.translation]() mutable {
+      std::optional<std::vector<asr::Word>> words;
+      try {
+        words = asr::word_timestamps(*model, *samples, result, translate);
+      } catch (const std::exception& error) {
+        log_line("izwi-server: request " + self->session_->exchange().request_id +
+                 ": word timestamps failed: " + error.what());
+      }
+      boost::asio::post(self->session_->get_executor(), [self, result = std::move(result), words = std::move(words)] {
+        self->session_->run_guarded([&] {
+          if (self->cancelled_ || self->session_->closed()) return;
+          if (!words) return self->session_->respond(json_response(500, openai::error_json(ApiError::internal())));
+          self->answer(result, &*words);
+        });
+      });
+    });
+  }
+
+  void answer(const asr::Transcription& result, const std::vector<asr::Word>* words = nullptr) {
     std::optional<boost::json::array> lps;
     if (p_.logprobs) {
       std::vector<asr::TokenLogprob> all;
@@ -220,8 +250,10 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       session_->end_stream();
       return;
     }
-    const std::string body = openai::transcription_body(
-        result, p_.format, p_.translation, p_.format == openai::TranscriptionFormat::json ? logprobs : nullptr);
+    const std::string body =
+        openai::transcription_body(result, p_.format, p_.translation,
+                                   p_.format == openai::TranscriptionFormat::json ? logprobs : nullptr,
+                                   openai::VerboseContents{p_.granularities.segment, words});
     session_->respond(text_response(200, body, openai::content_type(p_.format)));
   }
 
@@ -350,6 +382,7 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   out.translation = translation;
   out.streaming = parsed.stream;
   out.logprobs = parsed.logprobs;
+  out.granularities = parsed.granularities;
   out.model = model;
   out.engine = std::move(engine);
   return out;

@@ -168,13 +168,20 @@ inline TranscriptionRequest parse_transcription_request(const multipart::FormDat
     if (t < 0 || t > 1) throw ApiError::bad_request("'temperature' must be in [0, 1].", "temperature");
     r.temperature = static_cast<float>(t);
   }
-  for (const auto* p : list_field(form, "timestamp_granularities")) {
-    const std::string v(trimmed(p->body));
-    if (v == "word")
-      throw ApiError::bad_request("timestamp_granularities 'word' is not supported yet; use 'segment'.",
+  if (const auto granularities = list_field(form, "timestamp_granularities"); !granularities.empty()) {
+    r.granularities = {false, false};
+    for (const auto* p : granularities) {
+      const std::string v(trimmed(p->body));
+      if (v == "word")
+        r.granularities.word = true;
+      else if (v == "segment")
+        r.granularities.segment = true;
+      else
+        throw ApiError::bad_request("timestamp_granularities holds 'word' or 'segment'.", "timestamp_granularities");
+    }
+    if (r.response_format != TranscriptionFormat::verbose_json)
+      throw ApiError::bad_request("timestamp_granularities needs response_format 'verbose_json'.",
                                   "timestamp_granularities");
-    if (v != "segment")
-      throw ApiError::bad_request("timestamp_granularities holds 'word' or 'segment'.", "timestamp_granularities");
   }
   if (translation) return r;
   if (const auto* p = form.find("language"); p && !trimmed(p->body).empty())
@@ -251,7 +258,8 @@ inline boost::json::object duration_usage_json(double seconds) {
   return usage;
 }
 
-inline boost::json::object verbose_transcription_json(const asr::Transcription& result, bool translation) {
+inline boost::json::object verbose_transcription_json(const asr::Transcription& result, bool translation,
+                                                      VerboseContents contents) {
   boost::json::object out;
   out["task"] = translation ? "translate" : "transcribe";
   out["language"] = language_name(result.language);
@@ -275,7 +283,15 @@ inline boost::json::object verbose_transcription_json(const asr::Transcription& 
     o["no_speech_prob"] = s.no_speech_prob;
     segments.emplace_back(std::move(o));
   }
-  out["segments"] = std::move(segments);
+  if (contents.segments) out["segments"] = std::move(segments);
+  if (contents.words) {
+    boost::json::array words;
+    for (const asr::Word& w : *contents.words)
+      words.emplace_back(boost::json::object{{"word", sanitize_utf8(w.word)},
+                                             {"start", std::round(w.start * 1000.0) / 1000.0},
+                                             {"end", std::round(w.end * 1000.0) / 1000.0}});
+    out["words"] = std::move(words);
+  }
   out["usage"] = duration_usage_json(result.duration);
   return out;
 }
@@ -312,13 +328,13 @@ inline std::string srt_text(const asr::Transcription& result) { return detail::s
 inline std::string vtt_text(const asr::Transcription& result) { return detail::subtitles(result, true); }
 
 inline std::string transcription_body(const asr::Transcription& result, TranscriptionFormat format, bool translation,
-                                      const boost::json::array* logprobs) {
+                                      const boost::json::array* logprobs, VerboseContents verbose) {
   switch (format) {
     case TranscriptionFormat::text: return sanitize_utf8(result.text) + "\n";
     case TranscriptionFormat::srt: return srt_text(result);
     case TranscriptionFormat::vtt: return vtt_text(result);
     case TranscriptionFormat::verbose_json:
-      return boost::json::serialize(verbose_transcription_json(result, translation));
+      return boost::json::serialize(verbose_transcription_json(result, translation, verbose));
     case TranscriptionFormat::json: break;
   }
   boost::json::object out;
