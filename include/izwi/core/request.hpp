@@ -99,8 +99,9 @@ struct PrefixCacheKeys {
   std::uint64_t audio_hash = 0;
   std::uint32_t audio_offset = 0;
   std::uint32_t audio_length = 0;
-  /// False for sequences whose blocks must never be shared (e.g. a Whisper
-  /// decoder prompt, whose meaning depends on the encoder output).
+  /// False for sequences whose blocks must never be shared. (Whisper's need
+  /// not be: its blocks' keys chain the audio's hash, so a hit is the same
+  /// audio and the same decoder prompt.)
   bool cacheable = true;
 };
 
