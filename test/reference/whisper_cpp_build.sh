@@ -61,18 +61,23 @@ target_include_directories(common PUBLIC "$src/examples")
 target_link_libraries(common PUBLIC whisper)
 add_executable(whisper-cli "$src/examples/cli/cli.cpp")
 target_link_libraries(whisper-cli PRIVATE common whisper)
+# whisper-server: the peer of izwi-server's transcription endpoint (one global
+# mutex, one request at a time) for the concurrency benchmark still to write.
+add_executable(whisper-server "$src/examples/server/server.cpp")
+target_include_directories(whisper-server PRIVATE "$src/examples/server")
+target_link_libraries(whisper-server PRIVATE common whisper)
 add_executable(izwi-whisper-reference "$root/test/reference/whisper_cpp/reference_driver.cpp")
 target_link_libraries(izwi-whisper-reference PRIVATE whisper)
 CMAKE
 
 build="$project/build"
-if [[ ! -x "$build/whisper-cli" || ! -x "$build/izwi-whisper-reference" || \
+if [[ ! -x "$build/whisper-cli" || ! -x "$build/whisper-server" || ! -x "$build/izwi-whisper-reference" || \
       "$root/test/reference/whisper_cpp/reference_driver.cpp" -nt "$build/izwi-whisper-reference" ]]; then
   # AMX compiled out: ggml's AMX kernels die with SIGILL in this VM (see
   # bench/models/compare_llama_cpp.sh); whisper's F32 goldens do not use them.
   noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   cmake -S "$project" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=$noamx" \
     "-DCMAKE_CXX_FLAGS=$noamx" >&2
-  cmake --build "$build" --target whisper-cli izwi-whisper-reference -j "$jobs" >&2
+  cmake --build "$build" --target whisper-cli whisper-server izwi-whisper-reference -j "$jobs" >&2
 fi
 echo "$build"
