@@ -74,6 +74,15 @@ class Sampler {
   SampledToken sample(std::span<float> logits, const SamplingInput& input,
                       std::vector<TokenLogprob>* top_logprobs = nullptr);
 
+  /// An executor's draw for one scheduled sequence, into the step's result:
+  /// a SequenceOutput (its top logprobs appended to result.top_logprobs) or,
+  /// when sample() fails, a SequenceFailure naming the problem. Penalties see
+  /// `prompt_tokens` and `output_tokens` (usually the sequence's own split;
+  /// a model family may draw the line elsewhere).
+  void sample_into(std::span<float> logits, const ScheduledSequence& seq, std::span<const TokenId> prompt_tokens,
+                   std::span<const TokenId> output_tokens, std::span<const TokenId> eos_token_ids,
+                   StepResult& result);
+
   /// Tokens whose temperature-scaled logit lies this far below the maximum
   /// carry less than e^-30 of the top token's probability each; even summed over a
   /// 152k vocabulary (< 2e-8) they cannot change a top-p set or a draw, so

@@ -40,24 +40,8 @@ void CpuExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& result
     if (!seq.samples) continue;
     const std::span<float> logits(logits_.data() + row * vocab, vocab);
     ++row;
-    SamplingInput input;
-    input.params = seq.sampling;
-    input.prompt_tokens = seq.tokens.first(seq.num_prompt_tokens);
-    input.output_tokens = seq.output_tokens();
-    input.eos_token_ids = model_.eos_token_ids();
-    input.rng = seq.rng;
-    SequenceOutput out;
-    out.id = seq.id;
-    out.top_logprobs_begin = static_cast<std::uint32_t>(result.top_logprobs.size());
-    const SampledToken sampled = sampler_.sample(logits, input, &result.top_logprobs);
-    if (!sampled.ok()) {
-      result.failures.push_back({seq.id, std::string(describe(sampled.error))});
-      continue;
-    }
-    out.token = sampled.token;
-    out.logprob = sampled.logprob;
-    out.top_logprobs_count = static_cast<std::uint32_t>(result.top_logprobs.size()) - out.top_logprobs_begin;
-    result.outputs.push_back(out);
+    sampler_.sample_into(logits, seq, seq.tokens.first(seq.num_prompt_tokens), seq.output_tokens(),
+                         model_.eos_token_ids(), result);
   }
 }
 

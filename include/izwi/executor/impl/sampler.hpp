@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 
 namespace izwi {
 
@@ -182,6 +183,29 @@ inline void Sampler::draw_from_candidates(float max, const SamplingInput& input,
       break;
     }
   }
+}
+
+inline void Sampler::sample_into(std::span<float> logits, const ScheduledSequence& seq,
+                                 std::span<const TokenId> prompt_tokens, std::span<const TokenId> output_tokens,
+                                 std::span<const TokenId> eos_token_ids, StepResult& result) {
+  SamplingInput input;
+  input.params = seq.sampling;
+  input.prompt_tokens = prompt_tokens;
+  input.output_tokens = output_tokens;
+  input.eos_token_ids = eos_token_ids;
+  input.rng = seq.rng;
+  SequenceOutput out;
+  out.id = seq.id;
+  out.top_logprobs_begin = static_cast<std::uint32_t>(result.top_logprobs.size());
+  const SampledToken sampled = sample(logits, input, &result.top_logprobs);
+  if (!sampled.ok()) {
+    result.failures.push_back({seq.id, std::string(describe(sampled.error))});
+    return;
+  }
+  out.token = sampled.token;
+  out.logprob = sampled.logprob;
+  out.top_logprobs_count = static_cast<std::uint32_t>(result.top_logprobs.size()) - out.top_logprobs_begin;
+  result.outputs.push_back(out);
 }
 
 }  // namespace izwi

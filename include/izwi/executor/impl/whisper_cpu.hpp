@@ -151,24 +151,7 @@ inline void WhisperCpuExecutor::sample(const ScheduledSequence& seq, std::span<f
     detail::whisper::apply_checkpoint_suppression(logits, model_.generation_config(), generated.empty());
   detail::whisper::apply_decoding_rules(logits, generated, s, space_, timestamps, config_.initial_timestamp);
 
-  SamplingInput input;
-  input.params = seq.sampling;
-  input.prompt_tokens = decoder_prompt;
-  input.output_tokens = generated;
-  input.eos_token_ids = eos_token_ids();
-  input.rng = seq.rng;
-  SequenceOutput out;
-  out.id = seq.id;
-  out.top_logprobs_begin = static_cast<std::uint32_t>(result.top_logprobs.size());
-  const SampledToken sampled = sampler_.sample(logits, input, &result.top_logprobs);
-  if (!sampled.ok()) {
-    result.failures.push_back({seq.id, std::string(describe(sampled.error))});
-    return;
-  }
-  out.token = sampled.token;
-  out.logprob = sampled.logprob;
-  out.top_logprobs_count = static_cast<std::uint32_t>(result.top_logprobs.size()) - out.top_logprobs_begin;
-  result.outputs.push_back(out);
+  sampler_.sample_into(logits, seq, decoder_prompt, generated, eos_token_ids(), result);
 }
 
 /// The most probable language token, log P(language | languages), the
