@@ -19,9 +19,14 @@
 //   ce.make_detokenizer() -> D, with d.append(TokenId) -> std::string_view giving
 //                            the text that token completes (stop strings, streaming text)
 //   ce.max_model_len()   -> size_t                 context limit
-//   e.release(id)                                  the request ended or was preempted:
-//                                                  drop what the executor keeps for it
-//                                                  beyond the KV cache (an encoder output)
+//   e.release(id)                                  the request ended: drop what the
+//                                                  executor keeps for it beyond the KV
+//                                                  cache (an encoder output, codec state)
+//   e.preempted(id)                                its KV blocks were freed and it will be
+//                                                  recomputed from its tokens: drop what
+//                                                  that recomputation rebuilds (an encoder
+//                                                  output), keep what it cannot (the codes
+//                                                  of a speech frame beyond its token)
 
 #include <concepts>
 #include <cstddef>
@@ -80,5 +85,9 @@ concept HasMaxModelLen = requires(const E& e) {
 /// Optional: the executor keeps per-request state beyond the KV cache.
 template <class E>
 concept HasRequestRelease = requires(E& e, RequestId id) { e.release(id); };
+
+/// Optional: the executor wants to know when a request is preempted.
+template <class E>
+concept HasPreemptionHook = requires(E& e, RequestId id) { e.preempted(id); };
 
 }  // namespace izwi

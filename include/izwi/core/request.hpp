@@ -70,6 +70,27 @@ struct AudioInput {
 /// not copy an upload to hash it and they share prefix-cache blocks.
 inline std::uint64_t audio_content_hash(std::span<const float> samples) noexcept { return hash64(samples) | 1u; }
 
+/// What a speech-generating model reads while it speaks, besides its prompt
+/// and SamplingParams (which govern the first code of each frame).
+/// Opaque to the engine and scheduler; the executor reads it.
+struct SpeechConditioning {
+  /// Text ids fed frame by frame: frame k adds the text row of
+  /// trailing_text[k], then a pad row once they run out (Qwen3-TTS's
+  /// streaming-text mode; empty in its non-streaming mode).
+  std::vector<TokenId> trailing_text;
+  /// Sampling of the codes after the first in each frame (Qwen3-TTS's code
+  /// predictor); temperature 0 is greedy. Draws come from the request's own
+  /// generator, so a seed still decides the whole output.
+  float sub_code_temperature = 0.9f;
+  std::int32_t sub_code_top_k = 50;
+  float sub_code_top_p = 1.0f;
+  /// Streaming: the first audio is decoded once this many frames exist, then
+  /// every `window_frames` frames, and whatever is left when the request ends.
+  /// Smaller windows reach the listener sooner; larger ones batch better.
+  std::uint32_t first_window_frames = 2;
+  std::uint32_t window_frames = 8;
+};
+
 /// One request as a client submits it.
 struct Request {
   /// 0 asks the engine to assign a fresh id (returned by add_request).
@@ -80,6 +101,8 @@ struct Request {
   std::shared_ptr<const AudioInput> audio;
   /// TTS voice name; part of the prefix-cache key.
   std::string voice;
+  /// Speech-generating models only (Task::tts); see SpeechConditioning.
+  std::shared_ptr<const SpeechConditioning> speech;
   SamplingParams sampling;
   /// Lower value is served sooner (vLLM's convention). Ignored by FCFS.
   std::int32_t priority = 0;

@@ -47,6 +47,8 @@ struct ScheduledSequence {
   /// Task and audio input of the request, for model families that use them.
   Task task = Task::completion;
   const AudioInput* audio = nullptr;
+  /// What a speech-generating request reads while it speaks (null otherwise).
+  const SpeechConditioning* speech = nullptr;
 
   std::span<const TokenId> new_tokens() const noexcept { return tokens.subspan(num_computed_tokens, num_tokens); }
   /// Generated tokens so far (penalties read these).

@@ -80,8 +80,10 @@ class WhisperCpuExecutor {
   /// Windows encoded and kept for a later chunk (tests check none leak).
   std::size_t num_pending_windows() const noexcept { return pending_.size(); }
 
-  /// The engine's hook when a request ends or is preempted: drops its encoder output.
+  /// The engine's hooks when a request ends or is preempted: drop its encoder
+  /// output (a resumed request encodes its window again).
   void release(RequestId id) noexcept { pending_.erase(id); }
+  void preempted(RequestId id) noexcept { pending_.erase(id); }
 
   template <KVCachePolicy K>
   void execute(const StepPlan& plan, K& kv, StepResult& result);

@@ -252,7 +252,7 @@ void Engine<S, K, E>::step_body() {
     end_request(id, FinishReason::error, now);
   }
   for (RequestId id : plan.preempted) {
-    if constexpr (HasRequestRelease<E>) executor_.release(id);
+    if constexpr (HasPreemptionHook<E>) executor_.preempted(id);
     if (auto it = records_.find(id); it != records_.end()) ++it->second.num_preemptions;
   }
 

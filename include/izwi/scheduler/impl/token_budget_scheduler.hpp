@@ -199,6 +199,7 @@ void TokenBudgetScheduler<Q, V>::build_plan(KV& kv) {
     seq.rng = &s.rng;
     seq.task = s.request.task;
     seq.audio = s.request.audio.get();
+    seq.speech = s.request.speech.get();
 
     // One slot per token, a block's run at a time: block * B + offset.
     std::size_t position = s.num_computed_tokens;

@@ -1,0 +1,70 @@
+#pragma once
+// make_qwen3_tts_request and the prompt-row packing.
+
+#include <string>
+#include <utility>
+
+#include "izwi/core/error.hpp"
+
+namespace izwi {
+
+inline std::size_t qwen3_tts_token_space(const Qwen3TtsConfig& c) noexcept {
+  const std::size_t codecs = c.talker.vocab_size;
+  return codecs + (std::size_t{c.text_vocab_size} + 1) * (codecs + 1);
+}
+
+inline TokenId qwen3_tts_pack_row(const Qwen3TtsConfig& c, Qwen3TtsPromptRow row) noexcept {
+  const std::int64_t codecs = c.talker.vocab_size;
+  return static_cast<TokenId>(codecs + (std::int64_t{row.text} + 1) * (codecs + 1) + (row.codec + 1));
+}
+
+inline Qwen3TtsPromptRow qwen3_tts_unpack_row(const Qwen3TtsConfig& c, TokenId id) noexcept {
+  const std::int64_t codecs = c.talker.vocab_size, packed = std::int64_t{id} - codecs;
+  return {static_cast<TokenId>(packed / (codecs + 1) - 1), static_cast<TokenId>(packed % (codecs + 1) - 1)};
+}
+
+inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, Qwen3TtsStreaming streaming) {
+  const Qwen3TtsConfig& c = model.config();
+  static_assert(sizeof(TokenId) == 4);
+  for (const auto* tokens : {&r.text_tokens, &r.instruction_tokens})
+    for (TokenId t : *tokens)
+      if (t < 0 || static_cast<std::uint32_t>(t) >= c.text_vocab_size)
+        throw invalid_argument(tokens == &r.text_tokens ? "input" : "instructions",
+                               "text token " + std::to_string(t) + " is outside the text vocabulary (" +
+                                   std::to_string(c.text_vocab_size) + ")");
+  if (r.text_tokens.empty()) throw invalid_argument("input", "the text to speak is empty");
+  if (r.sampling.max_frames == 0) throw invalid_argument("max_tokens", "max_frames must be at least 1");
+  if (streaming.first_window_frames == 0 || streaming.window_frames == 0)
+    throw invalid_argument("stream", "audio windows must hold at least one frame");
+  const Qwen3TtsPrompt prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens,
+                                                 r.text_mode);
+  Request request;
+  request.task = Task::tts;
+  request.prompt_tokens.reserve(prompt.rows.size());
+  for (const Qwen3TtsPromptRow& row : prompt.rows) request.prompt_tokens.push_back(qwen3_tts_pack_row(c, row));
+  request.voice = detail::lower_case(r.speaker);
+
+  const Qwen3TtsSampling& s = r.sampling;
+  SamplingParams& p = request.sampling;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.repetition_penalty = s.repetition_penalty;
+  p.seed = s.seed;
+  p.max_tokens = s.max_frames;
+  p.min_tokens = s.min_frames;
+  const bool stochastic = s.temperature > 0.0f || s.predictor_temperature > 0.0f;
+  if (stochastic) request.cache_salt = "qwen3-tts seed " + std::to_string(s.seed);
+
+  auto speech = std::make_shared<SpeechConditioning>();
+  speech->trailing_text = prompt.trailing_text;
+  speech->sub_code_temperature = s.predictor_temperature;
+  speech->sub_code_top_k = s.predictor_top_k;
+  speech->sub_code_top_p = s.predictor_top_p;
+  speech->first_window_frames = streaming.first_window_frames;
+  speech->window_frames = streaming.window_frames;
+  request.speech = std::move(speech);
+  return request;
+}
+
+}  // namespace izwi
