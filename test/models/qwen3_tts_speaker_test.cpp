@@ -3,7 +3,9 @@
 // encoder's config and weights load from both formats with errors that name
 // the key or tensor, its x-vector is deterministic and resampling-consistent,
 // the x-vector takes the speaker row of the prompt (in the generator and in
-// the engine request), a batch with cloned requests equals each alone, and -
+// the engine request), a batch with cloned requests equals each alone, the
+// engine (Qwen3TtsCpuExecutor, which adds the request's AudioInput features at
+// their placeholder row) speaks the generator's cloned frames, and -
 // against llama.cpp's llama-tts on the same weights (goldens from
 // test/reference/qwen3_tts_goldens.sh) - the x-vector of the same reference
 // wav agrees within a relative L2 of 5e-4 (measured 6.2e-5; both sides f32,
@@ -12,6 +14,7 @@
 // greedy codes are identical over 150 frames.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +30,7 @@
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/models/qwen3_tts.hpp"
 #include "izwi/models/qwen3_tts_request.hpp"
+#include "izwi/stock_engines.hpp"
 #include "models/random_qwen3_tts.hpp"
 
 using namespace izwi;
@@ -256,6 +260,50 @@ TEST_CASE("Qwen3-TTS cloning: the x-vector changes the codes, and a batch equals
                                              Qwen3TtsSampling::greedy(), 4)};
   bad[0].speaker_embedding[3] = std::numeric_limits<float>::infinity();
   CHECK_THROWS_WITH(generate(m, bad), Catch::Contains("not finite"));
+}
+
+TEST_CASE("Qwen3-TTS cloning on the engine: the generator's frames and their audio", "[qwen3_tts][speaker][engine]") {
+  const Qwen3Tts& m = base_model();
+  const std::vector<float> voice = m.speaker_embedding(voice_like(24000, 1.2, 120.0), 24000);
+  std::vector<float> other = voice;
+  for (float& v : other) v = -v;
+  Qwen3TtsSampling seeded;
+  seeded.seed = 5;
+  const std::vector<Qwen3TtsRequest> requests = {cloned(voice, Qwen3TtsSampling::greedy(), 9),
+                                                 cloned(other, seeded, 8, {42, 43, 44}),
+                                                 cloned({}, Qwen3TtsSampling::greedy(), 9)};
+  Qwen3TtsCpuExecutor executor(m, {.num_threads = 2});
+  PagedKVCache<> cache(executor.kv_cache_shape(), PagedKVCacheConfig{.byte_budget = std::size_t{32} << 20});
+  Qwen3TtsCpuEngine engine(FcfsScheduler(SchedulerConfig{}), std::move(cache), std::move(executor));
+  std::vector<RequestId> ids;
+  for (const Qwen3TtsRequest& r : requests) ids.push_back(engine.add_request(make_qwen3_tts_request(m, r)));
+  std::vector<std::vector<TokenId>> tokens(ids.size());
+  std::vector<std::vector<float>> audio(ids.size());
+  while (engine.has_unfinished_requests())
+    for (const StreamChunk& chunk : engine.step()) {
+      const auto i = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), chunk.id) - ids.begin());
+      CHECK(chunk.error.empty());
+      tokens[i].insert(tokens[i].end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      audio[i].insert(audio[i].end(), chunk.audio.begin(), chunk.audio.end());
+    }
+  const std::vector<Qwen3TtsCodes> expected = generate(m, requests);
+  detail::ThreadPool pool(2);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    std::vector<TokenId> first_codes;
+    for (std::size_t f = 0; f < expected[i].frames; ++f) first_codes.push_back(expected[i].codes[f * 16]);
+    if (expected[i].finished_by_eos) first_codes.push_back(m.config().codec_eos_id);
+    CHECK(tokens[i] == first_codes);
+    // The audio depends on all 16 codes of every frame.
+    Qwen3TtsCodecState state = m.codec().new_stream();
+    std::vector<float> pcm;
+    m.codec().decode(pool, state, expected[i].codes, pcm);
+    REQUIRE(audio[i].size() == pcm.size());
+    double worst = 0;
+    for (std::size_t k = 0; k < pcm.size(); ++k) worst = std::max(worst, std::abs(double(audio[i][k]) - pcm[k]));
+    CHECK(worst <= 1e-5);
+  }
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
 }
 
 TEST_CASE("Qwen3-TTS x-vector and cloned greedy codes match llama.cpp's", "[qwen3_tts][speaker][reference]") {
