@@ -27,6 +27,7 @@
 #include "izwi/audio/decode.hpp"
 #include "izwi/audio/resample.hpp"
 #include "izwi/core/error.hpp"
+#include "izwi/io/gguf.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/models/qwen3_tts.hpp"
 #include "izwi/models/qwen3_tts_request.hpp"
@@ -190,6 +191,22 @@ TEST_CASE("Qwen3-TTS speaker encoder from llama.cpp's mmproj equals the safetens
   CHECK(gguf.speaker_encoder()->config().enc_se_channels == hf.enc_se_channels);
   const std::vector<float> voice = voice_like(24000, 1.0, 180.0);
   CHECK(gguf.speaker_embedding(voice, 24000) == base_model().speaker_embedding(voice, 24000));
+}
+
+TEST_CASE("Qwen3-TTS speaker encoder from a broken mmproj: errors name the file and the tensor", "[qwen3_tts][speaker]") {
+  const fs::path path = fs::current_path() / "qwen3-tts-broken-spkenc-mmproj.gguf";
+  const std::vector<float> stem(64 * 128 * 5, 0.01f);
+  io::GgufWriter w;
+  w.set("general.architecture", io::GgufValue::string("clip"));
+  w.set("clip.audio.projector_type", io::GgufValue::string("whisper"));
+  w.write(path);
+  CHECK_THROWS_WITH(Qwen3TtsSpeakerEncoder::load_gguf(io::GgufFile::open(path)),
+                    Catch::Contains(path.filename().string()) && Catch::Contains("not qwen3tts_spkenc"));
+  w.set("clip.audio.projector_type", io::GgufValue::string("qwen3tts_spkenc"));
+  w.add_tensor("a.conv1d.0.weight", io::GgmlType::f32, {64, 128, 5}, stem);
+  w.write(path);
+  CHECK_THROWS_WITH(Qwen3TtsSpeakerEncoder::load_gguf(io::GgufFile::open(path)),
+                    Catch::Contains(path.filename().string()) && Catch::Contains("mm.a.fc.weight"));
 }
 
 TEST_CASE("Qwen3-TTS x-vector prompt: the speaker row holds tts_pad and the x-vector", "[qwen3_tts][speaker]") {
