@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(flag, "--per-prefill-token")) o.cost.per_prefill_token = number(flag, value);
     else if (!std::strcmp(flag, "--horizon")) o.config.playback_horizon_seconds = number(flag, value);
     else if (!std::strcmp(flag, "--first-audio")) o.config.playback_first_audio_seconds = number(flag, value);
-    else if (!std::strcmp(flag, "--max-num-seqs")) o.config.max_num_seqs = static_cast<std::size_t>(number(flag, value));
+    else if (!std::strcmp(flag, "--max-num-seqs"))
+      o.config.max_num_seqs = static_cast<std::size_t>(number(flag, value));
     else {
       std::fprintf(stderr, "unknown option %s\n", flag);
       return 2;

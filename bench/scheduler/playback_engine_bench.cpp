@@ -182,8 +182,10 @@ int main(int argc, char** argv) try {
     else if (a == "--max-num-seqs") o.scheduler.max_num_seqs = count("--max-num-seqs", v);
     else throw std::runtime_error("unknown option " + a);
   }
-  if (o.dir.empty()) throw std::runtime_error("usage: izwi_playback_engine_bench DIR [options] (see the source's header)");
-  if (o.long_frames == 0 || o.burst_frames == 0) throw std::runtime_error("--long-frames and --burst-frames must be >= 1");
+  if (o.dir.empty())
+    throw std::runtime_error("usage: izwi_playback_engine_bench DIR [options] (see the source's header)");
+  if (o.long_frames == 0 || o.burst_frames == 0)
+    throw std::runtime_error("--long-frames and --burst-frames must be >= 1");
   o.scheduler.validate();
   std::printf("burst on %s: %zu x %zu frames at 0 s, %zu x %zu frames at %.1f s, %zu threads\n", o.dir.c_str(),
               o.long_streams, o.long_frames, o.burst_streams, o.burst_frames, o.burst_at, o.threads);

@@ -122,7 +122,9 @@ BENCHMARK_TEMPLATE(BM_Schedule, izwi::FcfsScheduler, PagedCache)->UseManualTime(
 BENCHMARK_TEMPLATE(BM_Schedule, izwi::PriorityScheduler, PagedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
 // Playback deadline: the same requests (no audio), so the running set is
 // sorted by deadline every step and nobody sits out: the sort's cost.
-BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, FixedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
-BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, PagedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
+BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, FixedCache)
+    ->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
+BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, PagedCache)
+    ->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
 
 BENCHMARK_MAIN();

@@ -138,8 +138,9 @@ SimulationReport simulate(S& scheduler, K& kv, const std::vector<SimulatedStream
   SimulationReport report;
   std::vector<std::size_t> order(streams.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return streams[a].arrival_seconds < streams[b].arrival_seconds; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return streams[a].arrival_seconds < streams[b].arrival_seconds;
+  });
   report.streams.resize(streams.size());
   std::map<RequestId, Live> live;
   std::size_t next_arrival = 0;
