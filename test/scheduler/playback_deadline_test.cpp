@@ -177,6 +177,20 @@ TEST_CASE("PlaybackDeadlineScheduler: a stream above the horizon sits out while 
   CHECK(ids_of(rig.schedule_at(1.9)) == std::vector<RequestId>{1});
 }
 
+TEST_CASE("PlaybackDeadlineScheduler: a paused stream does not make others sit out", "[scheduler][playback]") {
+  Rig rig;
+  rig.scheduler.add(speech(1, 0.0));
+  rig.scheduler.add(speech(2, 0.0));
+  rig.schedule_at(0.0);
+  rig.deliver_at(0.1, {{1, 3.0}});  // 1 far ahead, 2 not heard yet
+  rig.scheduler.set_paused(2, true);  // 2's client stopped reading
+  CHECK(ids_of(rig.schedule_at(0.2)) == std::vector<RequestId>{1});
+  rig.deliver_at(0.3, {});
+  rig.scheduler.set_paused(2, false);
+  CHECK(ids_of(rig.schedule_at(0.4)) == std::vector<RequestId>{2});
+  rig.deliver_at(0.5, {});
+}
+
 TEST_CASE("PlaybackDeadlineScheduler serves requests without audio every step", "[scheduler][playback]") {
   Rig rig;
   rig.scheduler.add(speech(1, 0.0));

@@ -57,10 +57,11 @@ std::size_t PlaybackStepOrder<Time>::arrange(std::span<SequenceState* const> run
   // Sitting out costs throughput (the step's fixed cost is shared by fewer
   // sequences), so the streams far ahead sit out only while a listener is
   // short of sound: a speech request not heard yet, or one with less than the
-  // low-water mark left.
+  // low-water mark left. A paused one does not count: it is not served, and
+  // its client is not reading (stream back-pressure).
   const TimePoint short_before = now + low_water_;
   const auto starving = [short_before](const SequenceState* s) noexcept {
-    return is_speech(*s) && (!s->playback.started || s->playback.deadline <= short_before);
+    return is_speech(*s) && !s->paused && (!s->playback.started || s->playback.deadline <= short_before);
   };
   const bool sit_out = std::any_of(serve.begin(), serve.begin() + static_cast<std::ptrdiff_t>(num_near), starving);
   return sit_out ? num_near : serve.size();
