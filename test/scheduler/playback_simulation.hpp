@@ -28,6 +28,7 @@
 
 #include "izwi/core/request.hpp"
 #include "izwi/core/step.hpp"
+#include "scheduler/scheduler_harness.hpp"
 
 namespace izwi::test {
 
@@ -123,7 +124,9 @@ inline TimePoint simulated_time(double seconds) {
 /// `max_steps`). `set_time(TimePoint)` is called with the simulated time
 /// before each schedule() and before each update() (the moment the step's
 /// audio is delivered); pass a no-op for schedulers that read no clock.
-/// The caller checks the cache for leaked blocks afterwards.
+/// Every plan is checked as the scheduler tests check them (check_plan); the
+/// first violation ends up in `problem`. The caller checks the cache for
+/// leaked blocks afterwards.
 template <class S, class K, class SetTime>
 SimulationReport simulate(S& scheduler, K& kv, const std::vector<SimulatedStream>& streams,
                           const StepCostModel& cost, const SimulatedAudio& format, SetTime set_time,
@@ -183,6 +186,12 @@ SimulationReport simulate(S& scheduler, K& kv, const std::vector<SimulatedStream
     set_time(simulated_time(t));
     const StepPlan& plan = scheduler.schedule(kv);
     ++report.steps;
+    if (report.problem.empty()) {
+      // Every plan keeps the budget, the seat cap and the slot mapping right.
+      const std::string p = check_plan(plan, kv.block_size(), scheduler.config().max_num_batched_tokens,
+                                       scheduler.config().max_num_seqs);
+      if (!p.empty()) report.problem = "step " + std::to_string(report.steps) + ": " + p;
+    }
     for (RequestId id : plan.failed) close(id, false);
     if (plan.empty()) {
       if (next_arrival == order.size()) {
