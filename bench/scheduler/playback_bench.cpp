@@ -4,7 +4,7 @@
 //
 //   izwi_playback_bench [--scenario burst|staggered|both] [--per-step S]
 //                       [--per-sequence S] [--per-prefill-token S]
-//                       [--horizon S] [--first-audio S] [--max-num-seqs N]
+//                       [--horizon S] [--first-audio S] [--max-num-seqs N] [--displace S]
 //
 // The synthetic executor and the listener model are in
 // test/scheduler/playback_simulation.hpp. A step costs
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(flag, "--per-prefill-token")) o.cost.per_prefill_token = number(flag, value);
     else if (!std::strcmp(flag, "--horizon")) o.config.playback_horizon_seconds = number(flag, value);
     else if (!std::strcmp(flag, "--first-audio")) o.config.playback_first_audio_seconds = number(flag, value);
+    else if (!std::strcmp(flag, "--displace")) o.config.playback_displace_seconds = number(flag, value);
     else if (!std::strcmp(flag, "--max-num-seqs"))
       o.config.max_num_seqs = static_cast<std::size_t>(number(flag, value));
     else {

@@ -4,7 +4,7 @@
 //
 //   izwi_playback_engine_bench DIR [--threads 2] [--long-streams 3] [--long-frames 300]
 //       [--burst-streams 5] [--burst-frames 60] [--burst-at 5] [--horizon 2]
-//       [--first-audio 1] [--low-water 0.1] [--max-num-seqs 128]
+//       [--first-audio 1] [--low-water 0.1] [--max-num-seqs 128] [--displace 0]
 //
 // DIR is a Qwen3-TTS checkpoint (Hugging Face layout), e.g. one written by
 //   izwi-make-random-qwen3-tts --out DIR --shape 0.6b
@@ -179,6 +179,7 @@ int main(int argc, char** argv) try {
     else if (a == "--horizon") o.scheduler.playback_horizon_seconds = seconds("--horizon", v);
     else if (a == "--first-audio") o.scheduler.playback_first_audio_seconds = seconds("--first-audio", v);
     else if (a == "--low-water") o.scheduler.playback_low_water_seconds = seconds("--low-water", v);
+    else if (a == "--displace") o.scheduler.playback_displace_seconds = seconds("--displace", v);
     else if (a == "--max-num-seqs") o.scheduler.max_num_seqs = count("--max-num-seqs", v);
     else throw std::runtime_error("unknown option " + a);
   }

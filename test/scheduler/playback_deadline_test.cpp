@@ -127,6 +127,10 @@ TEST_CASE("PlaybackDeadlineScheduler: the playback knobs are validated by name",
   c = {};
   c.playback_low_water_seconds = c.playback_horizon_seconds;
   CHECK(field_of(c) == "playback_low_water_seconds");
+  c = {};
+  CHECK(c.playback_displace_seconds == 0.0);  // seat swapping is off by default
+  c.playback_displace_seconds = -0.5;
+  CHECK(field_of(c) == "playback_displace_seconds");
 }
 
 TEST_CASE("PlaybackDeadlineScheduler serves the least buffered stream first", "[scheduler][playback]") {
@@ -281,6 +285,33 @@ TEST_CASE("PlaybackDeadlineScheduler: a preempted stream waits behind a new arri
   CHECK(rig.kv.contract_violation().empty());
 }
 
+TEST_CASE("PlaybackDeadlineScheduler: seat swapping, when on, gives a far-ahead stream's seat to a request due soon",
+          "[scheduler][playback]") {
+  SchedulerConfig c = config(64, /*max_seqs=*/1);
+  c.playback_displace_seconds = 5.0;
+  Rig rig(c);
+  rig.scheduler.add(speech(1, 0.0));
+  rig.schedule_at(0.0);
+  rig.deliver_at(0.1, {{1, 4.0}});  // dry at 4.1: 4 s in hand, not more than 5
+  rig.scheduler.add(speech(2, 0.5));  // due at 1.5
+  CHECK(ids_of(rig.schedule_at(0.6)) == std::vector<RequestId>{1});
+  CHECK(rig.scheduler.last_plan().preempted.empty());
+  rig.deliver_at(0.7, {{1, 6.0}});  // dry at 10.1: now more than 5 s ahead
+  const StepPlan& swapped = rig.schedule_at(0.8);
+  CHECK(ids_of(swapped) == std::vector<RequestId>{2});
+  CHECK(std::vector<RequestId>(swapped.preempted.begin(), swapped.preempted.end()) == std::vector<RequestId>{1});
+  rig.deliver_at(0.9, {{2, 0.5}});
+  // 1 waits under its deadline (10.1), far ahead: it does not take 2's seat back.
+  CHECK(ids_of(rig.schedule_at(1.0)) == std::vector<RequestId>{2});
+  rig.deliver_at(1.1, {});
+  rig.scheduler.finish(2, FinishReason::stop, rig.kv);
+  CHECK(ids_of(rig.schedule_at(1.2)) == std::vector<RequestId>{1});  // resumes with the free seat
+  rig.deliver_at(1.3, {});
+  rig.scheduler.finish(1, FinishReason::stop, rig.kv);
+  CHECK(rig.kv.num_used_blocks() == 0);
+  CHECK(rig.kv.contract_violation().empty());
+}
+
 TEST_CASE("Simulated overload: playback deadline keeps every listener's stalls below FCFS's",
           "[scheduler][playback][simulation]") {
   // Three long streams get ahead while the machine is lightly loaded; then a
@@ -332,15 +363,20 @@ TEST_CASE("PlaybackDeadlineScheduler: random aborts and a small cache leak no bl
     streams.push_back({.arrival_seconds = 0.3 * i, .prompt_tokens = static_cast<std::size_t>(20 + 7 * i),
                        .frames = static_cast<std::size_t>(30 + 13 * (i % 5)), .audio = i % 4 != 3});
   SchedulerConfig c = config(48, 6);
-  FixedBlockKVCache kv(40, 8);  // too small for all: forces preemptions
-  SimScheduler s(c);
-  const auto report = izwi::test::simulate(s, kv, streams, {}, {}, [&](izwi::TimePoint t) { s.time_source().set(t); });
-  CHECK(report.problem.empty());
-  CHECK(s.num_preemptions() > 0);
-  CHECK(s.num_requests() == 0);
-  CHECK(kv.num_used_blocks() == 0);
-  CHECK(kv.contract_violation().empty());
-  for (const auto& o : report.streams) CHECK(o.completed);
+  for (double displace : {0.0, 1.0}) {  // seat swapping off and on
+    INFO("playback_displace_seconds " << displace);
+    c.playback_displace_seconds = displace;
+    FixedBlockKVCache kv(40, 8);  // too small for all: forces preemptions
+    SimScheduler s(c);
+    const auto report =
+        izwi::test::simulate(s, kv, streams, {}, {}, [&](izwi::TimePoint t) { s.time_source().set(t); });
+    CHECK(report.problem.empty());
+    CHECK(s.num_preemptions() > 0);
+    CHECK(s.num_requests() == 0);
+    CHECK(kv.num_used_blocks() == 0);
+    CHECK(kv.contract_violation().empty());
+    for (const auto& o : report.streams) CHECK(o.completed);
+  }
 
   // Aborting in every state mid-run also frees everything.
   SimScheduler aborted(c);

@@ -46,6 +46,14 @@ struct SchedulerConfig {
   /// many seconds of audio left; otherwise every stream is served, since a
   /// larger batch makes more audio per second. Range [0, playback_horizon_seconds).
   double playback_low_water_seconds = 0.1;
+  /// PlaybackDeadlineScheduler only: 0 (the default) turns seat swapping off.
+  /// Otherwise, when every seat (max_num_seqs) is taken, a waiting request due
+  /// within the horizon takes the seat of the running stream with the most
+  /// audio in hand, if that is more than this (and the horizon): the stream is
+  /// preempted and recomputed later. Time to first audio drops under a seat
+  /// limit, but under sustained overload displaced streams may stall when they
+  /// come back (docs/concepts/playback_deadline.md). Range [0, inf), finite.
+  double playback_displace_seconds = 0.0;
   /// Seeds the generator that draws a seed for each request whose
   /// SamplingParams::seed is unset. Unset: std::random_device.
   std::optional<std::uint64_t> seed;
@@ -70,6 +78,10 @@ struct SchedulerConfig {
       throw invalid_argument("playback_low_water_seconds",
                              "playback_low_water_seconds must be in [0, playback_horizon_seconds), got " +
                                  std::to_string(playback_low_water_seconds));
+    if (!std::isfinite(playback_displace_seconds) || playback_displace_seconds < 0.0)
+      throw invalid_argument("playback_displace_seconds",
+                             "playback_displace_seconds must be finite and in [0, inf), got " +
+                                 std::to_string(playback_displace_seconds));
   }
 };
 

@@ -81,10 +81,17 @@ class PlaybackStepOrder {
  public:
   explicit PlaybackStepOrder(const SchedulerConfig& config)
       : horizon_(clock_duration(config.playback_horizon_seconds)),
-        low_water_(clock_duration(config.playback_low_water_seconds)) {}
+        low_water_(clock_duration(config.playback_low_water_seconds)),
+        displace_(clock_duration(config.playback_displace_seconds)) {}
 
   std::size_t arrange(std::span<SequenceState* const> running, std::vector<SequenceState*>& serve) const;
   void observe(SequenceState& s, const SequenceOutput& out, const StepResult& result) const;
+  /// With every seat taken, and only if playback_displace_seconds > 0: the
+  /// running stream with the most audio in hand, if that is more than
+  /// max(horizon, playback_displace_seconds) and its deadline is later than
+  /// the head's, and the head is not far ahead itself (so two far-ahead
+  /// streams never trade seats). Its buffer covers its recomputation.
+  std::size_t seat_for(std::span<SequenceState* const> running, const SequenceState& head) const;
 
   Time& time_source() noexcept { return time_; }
   const Time& time_source() const noexcept { return time_; }
@@ -92,6 +99,7 @@ class PlaybackStepOrder {
  private:
   Clock::duration horizon_;
   Clock::duration low_water_;
+  Clock::duration displace_;
   [[no_unique_address]] Time time_;
 };
 

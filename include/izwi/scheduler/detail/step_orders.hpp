@@ -12,6 +12,11 @@
 //   o.observe(s, out, result)
 //       called by update() for each output of the last plan, after its token
 //       was appended; where an order learns what a step delivered.
+//   o.seat_for(running, head) -> std::size_t
+//       with every seat taken (max_num_seqs or the cache's advice), the index
+//       of a running request to preempt so that the waiting queue's head gets
+//       its seat, or running.size() for none. The victim must rank after the
+//       head in the waiting order once preempted.
 
 #include <cstddef>
 #include <span>
@@ -32,6 +37,10 @@ struct AdmissionStepOrder {
     return serve.size();
   }
   void observe(SequenceState&, const SequenceOutput&, const StepResult&) const noexcept {}
+  /// Never: a running request keeps its seat until it finishes or the cache needs its blocks.
+  std::size_t seat_for(std::span<SequenceState* const> running, const SequenceState&) const noexcept {
+    return running.size();
+  }
 };
 
 }  // namespace izwi::detail

@@ -67,6 +67,22 @@ std::size_t PlaybackStepOrder<Time>::arrange(std::span<SequenceState* const> run
   return sit_out ? num_near : serve.size();
 }
 
+template <TimeSource Time>
+std::size_t PlaybackStepOrder<Time>::seat_for(std::span<SequenceState* const> running,
+                                              const SequenceState& head) const {
+  if (displace_ == Clock::duration::zero()) return running.size();  // off
+  const TimePoint now = time_.now();
+  if (head.playback.deadline > now + horizon_) return running.size();
+  const TimePoint displace_after = now + std::max(horizon_, displace_);
+  std::size_t seat = running.size();
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const PlaybackState& p = running[i]->playback;
+    if (!p.started || p.deadline <= displace_after || p.deadline <= head.playback.deadline) continue;
+    if (seat == running.size() || p.deadline > running[seat]->playback.deadline) seat = i;
+  }
+  return seat;
+}
+
 /// The listener model: playback starts with the first delivered audio and runs
 /// at real time; audio arriving after the buffer ran dry counts an underrun
 /// of the gap, and playback resumes from the arrival.

@@ -144,18 +144,26 @@ bool TokenBudgetScheduler<Q, V, O>::allocate_or_preempt(SequenceState& s, std::s
 }
 
 /// Waiting requests in queue order while budget and seats last; a prefix-cache
-/// hit counts as computed. Head-of-line: a head that does not fit stops admission.
+/// hit counts as computed. Head-of-line: a head that does not fit stops
+/// admission. With every seat taken, the step order may name a running
+/// request to give its seat to the head (preempted like any victim).
 template <class Q, class V, class O>
 template <class KV>
 void TokenBudgetScheduler<Q, V, O>::admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap) {
   const bool chunked = config_.enable_chunked_prefill;
-  while (budget_ > 0 && running_.size() < max_running) {
+  while (budget_ > 0) {
     SequenceState* head = waiting_.front();
     if (head == nullptr) break;
     SequenceState& s = *head;
     if (can_never_fit(s)) {
       fail_waiting_head(s);
       continue;
+    }
+    if (running_.size() >= max_running) {
+      const std::size_t seat = step_order_.seat_for(running_, s);
+      if (seat >= running_.size()) break;
+      preempt(seat, kv);
+      if (waiting_.front() != &s) break;  // the step order's victim must rank after the head
     }
     const PrefixHit hit = s.num_computed_tokens == 0 ? kv.find_cached_prefix(s.view()) : PrefixHit{};
     const std::size_t computed = std::max(hit.num_tokens, s.num_computed_tokens);
