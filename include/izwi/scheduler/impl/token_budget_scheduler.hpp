@@ -155,13 +155,15 @@ void TokenBudgetScheduler<Q, V, O>::admit_waiting(KV& kv, std::size_t max_runnin
     SequenceState* head = waiting_.front();
     if (head == nullptr) break;
     SequenceState& s = *head;
+    // Every seat taken: stop, unless the step order gives the head a seat.
+    const bool full = running_.size() >= max_running;
+    const std::size_t seat = full ? step_order_.seat_for(running_, s) : running_.size();
+    if (full && seat >= running_.size()) break;
     if (can_never_fit(s)) {
       fail_waiting_head(s);
       continue;
     }
-    if (running_.size() >= max_running) {
-      const std::size_t seat = step_order_.seat_for(running_, s);
-      if (seat >= running_.size()) break;
+    if (full) {
       preempt(seat, kv);
       if (waiting_.front() != &s) break;  // the step order's victim must rank after the head
     }
