@@ -20,6 +20,7 @@
 #include "izwi/models/qwen3.hpp"
 #include "izwi/models/whisper.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/playback_deadline.hpp"
 #include "izwi/scheduler/priority.hpp"
 
 namespace izwi {
@@ -40,6 +41,9 @@ using WhisperCpuEngine = Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecuto
 /// Qwen3-TTS (text to speech) on the CPU, first come first served, a fixed
 /// paged pool holding each speaking request's talker K/V.
 using Qwen3TtsCpuEngine = Engine<FcfsScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
+/// ... serving first the streams whose listeners are closest to running out
+/// of audio (docs/concepts/playback_deadline.md).
+using Qwen3TtsCpuDeadlineEngine = Engine<PlaybackDeadlineScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
 
 }  // namespace izwi
 

@@ -1,7 +1,7 @@
 // Qwen3-TTS on the engine (Qwen3TtsCpuExecutor), on the random small-shape
 // checkpoint: each request's frames equal Qwen3TtsGenerator's (whose greedy
 // codes equal llama.cpp's, see qwen3_tts_reference_test.cpp) and its audio
-// equals one full decode of those codes; batched = alone, chunked prefill =
+// equals one full decode of those codes; batched = alone (bit for bit), chunked prefill =
 // one chunk, preempted = never preempted, streamed = the final output; the
 // audio leaves in the requested windows; nothing leaks; bad input is named.
 #include <catch2/catch.hpp>
@@ -35,7 +35,8 @@ struct EngineOptions {
   std::optional<std::size_t> num_blocks;
 };
 
-std::unique_ptr<TtsEngine> make_engine(EngineOptions options = {}) {
+template <class E = TtsEngine>
+std::unique_ptr<E> make_engine(EngineOptions options = {}) {
   Qwen3TtsCpuExecutor executor(model(), {.num_threads = 2});
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = std::size_t{64} << 20;
@@ -43,7 +44,8 @@ std::unique_ptr<TtsEngine> make_engine(EngineOptions options = {}) {
   PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
   SchedulerConfig scheduler;
   scheduler.max_num_batched_tokens = options.token_budget;
-  return std::make_unique<TtsEngine>(FcfsScheduler(scheduler), std::move(cache), std::move(executor));
+  using Scheduler = std::remove_cvref_t<decltype(std::declval<E&>().scheduler())>;
+  return std::make_unique<E>(Scheduler(scheduler), std::move(cache), std::move(executor));
 }
 
 Qwen3TtsRequest request(std::vector<TokenId> text, std::string language, std::string speaker,
@@ -87,7 +89,8 @@ struct Heard {
   RequestStats stats;
 };
 
-std::vector<Heard> run_together(TtsEngine& engine, const std::vector<Qwen3TtsRequest>& requests,
+template <class E>
+std::vector<Heard> run_together(E& engine, const std::vector<Qwen3TtsRequest>& requests,
                                 Qwen3TtsStreaming streaming = {}) {
   std::vector<RequestId> ids;
   for (const Qwen3TtsRequest& r : requests) ids.push_back(engine.add_request(make_qwen3_tts_request(model(), r, streaming)));
@@ -128,7 +131,8 @@ double max_abs_difference(std::span<const float> a, std::span<const float> b) {
   return worst;
 }
 
-void check_nothing_held(const TtsEngine& engine) {
+template <class E>
+void check_nothing_held(const E& engine) {
   CHECK(engine.kv_cache().stats().num_used_blocks == 0);
   CHECK(engine.executor().num_streams() == 0);
 }
@@ -182,18 +186,23 @@ TEST_CASE("Qwen3TtsCpuExecutor: batched = alone, chunked prefill = one chunk, pr
     std::vector<Heard> alone;
     auto engine = make_engine();
     for (const Qwen3TtsRequest& r : requests) alone.push_back(run_together(*engine, {r})[0]);
-    check_same(together, alone, 1e-5);  // the codec's batched decode sums in another order
+    check_same(together, alone, 0.0);  // the codec's matmuls are batch-invariant
     check_nothing_held(*engine);
   }
   SECTION("prompts chunked over steps (a budget of 5 rows)") {
     auto engine = make_engine({.token_budget = 5, .num_blocks = std::nullopt});
-    check_same(together, run_together(*engine, requests), 1e-5);
+    check_same(together, run_together(*engine, requests), 0.0);
+    check_nothing_held(*engine);
+  }
+  SECTION("the playback-deadline scheduler (another order of steps, streams sitting out)") {
+    auto engine = make_engine<Qwen3TtsCpuDeadlineEngine>();
+    check_same(together, run_together(*engine, requests), 0.0);
     check_nothing_held(*engine);
   }
   SECTION("a cache too small for all: requests are preempted and recomputed from their frames") {
     auto engine = make_engine({.token_budget = 8192, .num_blocks = 4});  // 64 positions; each request needs 17..31
     const std::vector<Heard> squeezed = run_together(*engine, requests);
-    check_same(together, squeezed, 1e-5);
+    check_same(together, squeezed, 0.0);
     std::uint32_t preemptions = 0;
     for (const Heard& h : squeezed) preemptions += h.stats.num_preemptions;
     CHECK(preemptions > 0);

@@ -26,5 +26,6 @@ IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuE
 IZWI_STOCK_INSTANTIATION void Qwen3TtsCpuExecutor::execute<PagedKVCache<>>(const StepPlan&, PagedKVCache<>&,
                                                                            StepResult&);
 IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
+IZWI_STOCK_INSTANTIATION class Engine<PlaybackDeadlineScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
 
 }  // namespace izwi
