@@ -35,8 +35,8 @@ struct DeviceSpec {
   enum class Kind { cpu, opencl };
   Kind kind = Kind::cpu;
   /// OpenCL platform and device indices; both or neither (first GPU, else first device).
-  std::optional<std::size_t> platform;
-  std::optional<std::size_t> device;
+  std::optional<std::size_t> platform{};
+  std::optional<std::size_t> device{};
 };
 
 /// Reads "cpu", "opencl" or "opencl:PLATFORM:DEVICE". Anything else throws
@@ -48,15 +48,15 @@ inline std::string to_string(const DeviceSpec& spec);
 
 /// An opened device, shared by every model the loader puts on it.
 struct ServingDevice {
-  DeviceSpec spec;
+  DeviceSpec spec{};
   /// "cpu", or "opencl:P:D (platform / device (driver ...))" with the indices
   /// of the device actually chosen: the /v1/models "device" field and the logs.
   std::string name = "cpu";
   /// For the start-up log: where izwi's OpenCL kernels came from (built, or
   /// loaded from the program cache, and the cache file). Empty for the CPU.
-  std::string details;
+  std::string details{};
   /// The OpenCL context (null for the CPU).
-  std::shared_ptr<opencl::Context> opencl_context;
+  std::shared_ptr<opencl::Context> opencl_context{};
 };
 
 /// True when this build runs models on OpenCL devices (izwi::opencl was

@@ -72,7 +72,7 @@ struct CpuLoaderSettings {
   std::size_t stream_capacity = 64;
   /// Where chat models run: the CPU, or an OpenCL device opened once with
   /// open_device (izwi-server --device). Named in ModelInfo::device.
-  ServingDevice device;
+  ServingDevice device{};
 };
 
 /// Loads one model from `path`; throws izwi::error with a message naming
