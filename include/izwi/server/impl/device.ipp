@@ -23,9 +23,8 @@ IZWI_DECL ServingDevice open_device(const DeviceSpec& spec) {
 #if defined(IZWI_WITH_OPENCL)
   return detail::open_opencl_device(spec);
 #else
-  throw unavailable("--device " + to_string(spec) +
-                    ": this izwi-server was built without OpenCL (izwi::opencl needs OpenCL's headers and ICD "
-                    "loader at build time, Debian: ocl-icd-opencl-dev); use --device cpu");
+  throw unavailable("this izwi-server was built without OpenCL (izwi::opencl needs OpenCL's headers and ICD loader "
+                    "at build time, Debian: ocl-icd-opencl-dev); use --device cpu");
 #endif
 }
 
