@@ -2,13 +2,19 @@
 // izwi-server's OpenCL device (izwi/server/device.hpp's open_device and
 // list_devices), for builds with IZWI_WITH_OPENCL only. Declared without
 // OpenCL's headers; the bodies (impl/opencl_device.ipp) need only the
-// context (izwi/kernels/opencl/context.hpp), none of the engines.
+// context (izwi/kernels/opencl/context.hpp), none of the engines. The device
+// types are declared, not included: device.hpp's bodies include this header
+// (header-only builds), so it must not need device.hpp complete.
 
 #include <string>
 #include <vector>
 
 #include "izwi/config.hpp"
-#include "izwi/server/device.hpp"
+
+namespace izwi::server {
+struct DeviceSpec;
+struct ServingDevice;
+}  // namespace izwi::server
 
 namespace izwi::server::detail {
 

@@ -7,6 +7,7 @@
 
 #include "izwi/kernels/opencl/context.hpp"
 #include "izwi/server/detail/opencl_device.hpp"
+#include "izwi/server/device.hpp"
 
 namespace izwi::server::detail {
 
