@@ -21,6 +21,16 @@ add_library(izwi_server_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi_server.cp
 add_library(izwi::server_compiled ALIAS izwi_server_compiled)
 target_link_libraries(izwi_server_compiled PUBLIC izwi_compiled izwi_server)
 set_target_properties(izwi_server_compiled PROPERTIES EXPORT_NAME server_compiled POSITION_INDEPENDENT_CODE ON)
+# izwi-server --device opencl (izwi/server/device.hpp): where OpenCL exists,
+# the loader's OpenCL half joins as its own translation unit, the only one
+# that instantiates the OpenCL engines. IZWI_WITH_OPENCL stays private: the
+# loader's interface is the same either way (open_device says when a build
+# has no OpenCL).
+if(TARGET izwi_opencl)
+  target_sources(izwi_server_compiled PRIVATE ${PROJECT_SOURCE_DIR}/src/izwi_server_opencl.cpp)
+  target_link_libraries(izwi_server_compiled PRIVATE OpenCL::OpenCL)
+  target_compile_definitions(izwi_server_compiled PRIVATE IZWI_WITH_OPENCL)
+endif()
 
 install(TARGETS izwi_compiled izwi_server_compiled EXPORT izwiTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "izwi/kernels/cpu/dispatch.hpp"
+#include "izwi/server/device.hpp"
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "izwi/server/server.hpp"
@@ -68,7 +69,7 @@ struct RawNumbers {
   double max_audio_s = 3600;
   std::string vad_model;
   long header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 30, shutdown_grace_s = 30;
-  std::string scheduling = "fcfs", kv_cache = "paged";
+  std::string scheduling = "fcfs", kv_cache = "paged", device = "cpu";
   std::vector<std::string> models;
   std::string models_dir;
 };
@@ -142,6 +143,11 @@ po::options_description engine_options(Options& o, RawNumbers& raw) {
   d.add_options()
       ("threads", bounded<std::size_t>(&l.num_threads, 0, 1024, "threads"),
        "executor threads (default: one per core)")
+      ("device", po::value(&raw.device)->value_name("cpu|opencl[:P:D]")->default_value(raw.device),
+       "where Qwen3 chat models run: the CPU, or an OpenCL device (opencl: the first GPU, else the first device; "
+       "opencl:P:D: platform P's device D, as --list-devices prints them). Whisper runs on the CPU only: a "
+       "Whisper model on an OpenCL server is refused")
+      ("list-devices", "print the devices --device can name, then exit")
       ("scheduling-policy", po::value(&raw.scheduling)->value_name("fcfs|priority")->default_value(raw.scheduling),
        "fcfs: arrival order; priority: the request's \"priority\" (lower first, as vLLM), aged so nothing "
        "starves")
@@ -203,6 +209,11 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
   if (raw.kv_cache == "paged") o.loader.kv_cache = izwi::server::KVCacheKind::paged;
   else if (raw.kv_cache == "unified") o.loader.kv_cache = izwi::server::KVCacheKind::unified;
   else usage_error("--kv-cache wants paged or unified, got '" + raw.kv_cache + "'");
+  try {
+    o.loader.device.spec = izwi::server::parse_device_spec(raw.device);
+  } catch (const izwi::invalid_argument& e) {
+    usage_error(std::string("--device ") + e.what());
+  }
 }
 
 Options parse_args(int argc, char** argv) {
@@ -217,6 +228,10 @@ Options parse_args(int argc, char** argv) {
     po::store(po::parse_command_line(argc, argv, all), vm);
     if (vm.count("help")) {
       std::cout << usage_intro << all;
+      std::exit(0);
+    }
+    if (vm.count("list-devices")) {
+      for (const std::string& line : izwi::server::list_devices()) std::cout << line << '\n';
       std::exit(0);
     }
     po::notify(vm);
@@ -254,11 +269,27 @@ void log_cpu_kernels() {
                izwi::kernels::cpu::active_kernels().name, built.c_str());
 }
 
+/// Opens --device once, before any model loads, and names it in the log. A
+/// device that cannot be opened (no OpenCL platform, no such index, a build
+/// without OpenCL) is said with the reason; false then, and the server exits.
+bool open_serving_device(izwi::server::ServingDevice& device) {
+  try {
+    device = izwi::server::open_device(device.spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "izwi-server: --device %s: %s\n", izwi::server::to_string(device.spec).c_str(), e.what());
+    return false;
+  }
+  std::fprintf(stderr, "izwi-server: device: %s%s%s\n", device.name.c_str(), device.details.empty() ? "" : "; ",
+               device.details.c_str());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options options = parse_args(argc, argv);
   log_cpu_kernels();
+  if (!open_serving_device(options.loader.device)) return 1;
   if (options.models.empty() && !options.models_dir) {
     std::optional<std::filesystem::path> model = default_model_when_none_given();
     if (!model) return 2;

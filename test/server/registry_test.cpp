@@ -513,3 +513,71 @@ TEST_CASE("the served context is clamped to what the KV cache holds, and said", 
   }
   model->shutdown(std::chrono::steady_clock::now() + 1s);
 }
+
+namespace {
+
+/// `count` greedy ids of `model` for `prompt`.
+std::vector<TokenId> greedy_ids(AnyEngine& model, std::string_view prompt, std::size_t count) {
+  Request request;
+  request.prompt_tokens = model.encode(prompt);
+  request.sampling.max_tokens = count;
+  request.sampling.temperature = 0.0f;
+  request.sampling.ignore_eos = true;
+  ResponseStream stream = model.submit(std::move(request));
+  std::vector<TokenId> ids;
+  while (auto chunk = stream.next()) ids.insert(ids.end(), chunk->token_ids.begin(), chunk->token_ids.end());
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("the loader on an OpenCL device: opened per load when only named, the CPU's greedy ids, errors named",
+          "[server][loader][opencl]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  if (!built_with_opencl()) {
+    WARN("SKIPPED: izwi::server_compiled was built without OpenCL");
+    return;
+  }
+  const auto dir = testing::random_qwen3();
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  settings.kv_cache_bytes = 16u << 20;
+  settings.device.spec = parse_device_spec("opencl");  // named, not opened: the loader opens it
+  std::unique_ptr<AnyEngine> on_device;
+  try {
+    on_device = load_cpu_model("tiny", dir, settings);
+  } catch (const izwi::unavailable& e) {
+    WARN("SKIPPED: no OpenCL device: " << e.what());
+    return;
+  }
+  auto on_cpu = load_cpu_model("tiny", dir, {.num_threads = 1, .kv_cache_bytes = 16u << 20});
+  INFO(on_device->info().description);
+  CHECK(on_device->info().device.rfind("opencl:", 0) == 0);
+  CHECK(on_device->info().description.find(", on " + on_device->info().device) != std::string::npos);
+  CHECK(on_cpu->info().device == "cpu");
+  CHECK(on_device->info().max_model_len == on_cpu->info().max_model_len);
+  for (const char* prompt : {"Hello", "The quick brown fox jumps over the lazy dog"}) {
+    INFO(prompt);
+    const auto ids = greedy_ids(*on_device, prompt, 16);
+    CHECK(ids.size() == 16u);
+    CHECK(ids == greedy_ids(*on_cpu, prompt, 16));
+  }
+  on_device->shutdown(std::chrono::steady_clock::now() + 1s);
+  CHECK(on_device->status().num_kv_blocks_used == 0);
+  on_cpu->shutdown(std::chrono::steady_clock::now() + 1s);
+
+  // A device KV cache the device cannot hold is an error naming the call, not a crash.
+  settings.kv_cache_bytes = std::size_t{1} << 44;
+  try {
+    load_cpu_model("huge", dir, settings);
+    FAIL("a 16 TiB device KV cache was allocated");
+  } catch (const izwi::error& e) {
+    CHECK(std::string(e.what()).find("clCreateBuffer") != std::string::npos);
+  }
+  try {
+    open_device(parse_device_spec("opencl:9:9"));
+    FAIL("opencl:9:9 opened");
+  } catch (const izwi::unavailable& e) {
+    CHECK(std::string(e.what()).find("platform 9 does not exist") != std::string::npos);
+  }
+}

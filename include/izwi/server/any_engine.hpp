@@ -59,6 +59,9 @@ struct ModelInfo {
   bool untrained = false;
   /// Architecture and size in words, for logs.
   std::string description;
+  /// Where its engine runs: "cpu", or "opencl:P:D (platform / device (driver ...))"
+  /// (izwi-server --device); /v1/models says it.
+  std::string device = "cpu";
 };
 
 /// A consistent view of one engine's load, for admin views and tests.

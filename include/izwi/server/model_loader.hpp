@@ -12,6 +12,13 @@
 //   .bin file  →  WhisperCpuEngine (FCFS, paged cache), serving asr (and
 //   translation, multilingual models) through /v1/audio/*.
 //
+// With settings.device on OpenCL (izwi-server --device opencl[:P:D]; see
+// izwi/server/device.hpp), Qwen3 runs on OpenClExecutor<Qwen3> with a
+// DeviceKVCache<> (--kv-cache paged: kv_cache_bytes of device memory) or the
+// UnifiedKVCache<> (--kv-cache unified: host memory the device reads in
+// place), compiled only where izwi was built with OpenCL (IZWI_WITH_OPENCL);
+// Whisper and every other family is refused there: they run on the CPU only.
+//
 // Anything else is refused with an error naming the path and what was found.
 // Host programs with other engine configurations write their own Loader
 // (ModelRegistry::Loader) around EngineModel<TheirEngine>.
@@ -23,6 +30,7 @@
 
 #include "izwi/config.hpp"
 #include "izwi/server/any_engine.hpp"
+#include "izwi/server/device.hpp"
 #include "izwi/server/model_registry.hpp"
 
 namespace izwi::server {
@@ -62,6 +70,9 @@ struct CpuLoaderSettings {
   bool enable_prefix_caching = true;
   /// Chunks a response stream holds before its request pauses.
   std::size_t stream_capacity = 64;
+  /// Where chat models run: the CPU, or an OpenCL device opened once with
+  /// open_device (izwi-server --device). Named in ModelInfo::device.
+  ServingDevice device{};
 };
 
 /// Loads one model from `path`; throws izwi::error with a message naming

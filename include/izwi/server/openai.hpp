@@ -240,8 +240,10 @@ class TextChunkEnvelope {
 /// serializer escapes it (", \\, \b \f \n \r \t, other controls as \u00xx).
 void append_json_escaped(std::string& out, std::string_view text);
 
-/// {"id", "object": "model", "created", "owned_by"}.
-boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by);
+/// {"id", "object": "model", "created", "owned_by"}, and "device" (where the
+/// model runs: "cpu", "opencl:0:0 (...)"; an izwi extension) when not empty.
+boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
+                               std::string_view device = {});
 /// {"object": "list", "data": [...]} of model_json objects.
 boost::json::object model_list_json(boost::json::array models);
 

@@ -65,7 +65,9 @@ export function freePort() {
 /// Returns {port, baseURL, url(p), proc, log(), exit (a promise of {code, signal}), stop()}.
 /// With waitReady false it returns as soon as /health answers at all (the
 /// model may still be loading); server.firstHealth holds that answer's status.
-export async function startServer({args = [], apiKey, threads = 1, readyTimeoutMs = 120000, waitReady = true} = {}) {
+/// `env` joins the server's environment (IZWI_OPENCL_CACHE, OCL_ICD_VENDORS, ...).
+export async function startServer({args = [], apiKey, threads = 1, readyTimeoutMs = 120000, waitReady = true,
+                                   env = {}} = {}) {
   let lastError;
   for (let attempt = 0; attempt < 3; ++attempt) {
     const port = await freePort();
@@ -74,7 +76,7 @@ export async function startServer({args = [], apiKey, threads = 1, readyTimeoutM
     // The tiny model needs little KV memory: 32 MB is ~65k tokens of it.
     if (flag("--kv-cache-mb") && !args.includes("--kv-cache-mb")) argv.push("--kv-cache-mb", "32");
     if (apiKey) argv.push("--api-key", apiKey);
-    const proc = spawn(SERVER, argv, {stdio: ["ignore", "pipe", "pipe"]});
+    const proc = spawn(SERVER, argv, {stdio: ["ignore", "pipe", "pipe"], env: {...process.env, ...env}});
     let log = "";
     const keep = (d) => {
       log += d.toString();

