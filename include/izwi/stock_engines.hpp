@@ -1,7 +1,7 @@
 #pragma once
 // The stock engine configurations, by name: Qwen3 on the CPU with either
 // scheduler and either KV cache (what izwi-server's --scheduling-policy and
-// --kv-cache choose between), and Whisper on the CPU.
+// --kv-cache choose between), Whisper and Qwen3-TTS on the CPU.
 //
 //   izwi::Qwen3CpuEngine engine(izwi::FcfsScheduler{}, std::move(cache), std::move(executor));
 //
@@ -13,6 +13,7 @@
 #include "izwi/config.hpp"
 #include "izwi/engine/engine.hpp"
 #include "izwi/executor/cpu.hpp"
+#include "izwi/executor/qwen3_tts_cpu.hpp"
 #include "izwi/executor/whisper_cpu.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/kv_cache/unified.hpp"
@@ -35,6 +36,10 @@ using Qwen3CpuPriorityUnifiedEngine = Engine<PriorityScheduler, UnifiedKVCache<>
 /// Whisper (speech recognition, translation) on the CPU, first come first
 /// served, a fixed paged pool holding each request's audio K/V and decoder K/V.
 using WhisperCpuEngine = Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecutor>;
+
+/// Qwen3-TTS (text to speech) on the CPU, first come first served, a fixed
+/// paged pool holding each speaking request's talker K/V.
+using Qwen3TtsCpuEngine = Engine<FcfsScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
 
 }  // namespace izwi
 

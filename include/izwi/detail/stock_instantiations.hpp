@@ -23,5 +23,8 @@ IZWI_STOCK_INSTANTIATION class Engine<PriorityScheduler, UnifiedKVCache<>, CpuEx
 IZWI_STOCK_INSTANTIATION void WhisperCpuExecutor::execute<PagedKVCache<>>(const StepPlan&, PagedKVCache<>&,
                                                                           StepResult&);
 IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, WhisperCpuExecutor>;
+IZWI_STOCK_INSTANTIATION void Qwen3TtsCpuExecutor::execute<PagedKVCache<>>(const StepPlan&, PagedKVCache<>&,
+                                                                           StepResult&);
+IZWI_STOCK_INSTANTIATION class Engine<FcfsScheduler, PagedKVCache<>, Qwen3TtsCpuExecutor>;
 
 }  // namespace izwi

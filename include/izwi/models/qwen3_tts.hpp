@@ -37,6 +37,7 @@
 #include "izwi/models/qwen3.hpp"
 #include "izwi/models/qwen3_tts_codec.hpp"
 #include "izwi/models/qwen3_tts_config.hpp"
+#include "izwi/models/detail/qwen3_tts_compute.hpp"
 #include "izwi/tokenizer/bpe_tokenizer.hpp"
 
 namespace izwi {
@@ -196,11 +197,11 @@ struct Qwen3TtsCodes {
 /// Runs the talker and the code predictor on the CPU (CpuOps, paged KV
 /// caches of its own) for a batch of requests: each step one talker forward
 /// pass for every request still speaking, then the 15 predictor steps batched
-/// across them. The engine will own this loop later; this is the model side.
+/// across them. The model side's own loop, outside the engine (which runs
+/// the same arithmetic through Qwen3TtsCpuExecutor): tests and tools.
 class Qwen3TtsGenerator {
  public:
-  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool)
-      : model_(&model), ops_(pool), predictor_ops_(pool) {}
+  Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool) : compute_(model, pool) {}
 
   /// Generates every request to its end (EOS or max_frames). Bad requests
   /// (unknown language or speaker, a text id outside the vocabulary) throw
@@ -217,17 +218,13 @@ class Qwen3TtsGenerator {
  private:
   struct Active;
   void embed_prompts(std::span<Active* const> active, std::vector<float>& x);
-  void text_rows(std::span<const TokenId> ids, float* out);
   void talker_forward(std::span<Active* const> active, const std::vector<float>& x, PagedKVCache<>& kv,
                       std::vector<float>& logits);
-  void predict_codes(std::span<Active* const> active, PagedKVCache<>& kv);
+  void predict_codes(std::span<Active* const> active);
   void next_inputs(std::span<Active* const> active, std::vector<float>& x);
 
-  const Qwen3Tts* model_;
-  detail::CpuOps ops_;            // the talker's (and the text projection's)
-  detail::CpuOps predictor_ops_;  // its own scratch and rotary table (another head_dim or θ)
+  detail::Qwen3TtsCompute compute_;
   Sampler sampler_;
-  std::vector<float> pad_row_;         // text_projection(tts_pad): every frame's text half
   std::vector<TokenId> placeholder_;   // token ids the KV cache's bookkeeping asks for (prefix caching is off)
 };
 
@@ -235,4 +232,5 @@ class Qwen3TtsGenerator {
 
 #include "izwi/models/impl/qwen3_tts_load.hpp"
 #include "izwi/models/impl/qwen3_tts_gguf.hpp"
+#include "izwi/models/impl/qwen3_tts_compute.hpp"
 #include "izwi/models/impl/qwen3_tts.hpp"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -475,6 +476,11 @@ void Engine<S, K, E>::admit(detail::EngineCommand& command) {
   std::size_t limit = request.sampling.max_tokens ? *request.sampling.max_tokens : static_cast<std::size_t>(-1);
   if (max_model_len_ != 0) limit = std::min(limit, max_model_len_ - record.num_prompt_tokens);
   record.max_output_tokens = limit;
+  // The scheduler and executor see the effective limit: an executor that
+  // must act on a request's last token (a speech model flushing its audio)
+  // knows which one it is.
+  if (limit <= std::numeric_limits<std::uint32_t>::max())
+    request.sampling.max_tokens = static_cast<std::uint32_t>(limit);
   for (const std::string& s : request.sampling.stop)
     record.stop_hold_back = std::max(record.stop_hold_back, s.size() - 1);
   record.stream = command.stream;  // copied: reject_admission still answers them if admission throws

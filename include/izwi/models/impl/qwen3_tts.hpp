@@ -94,51 +94,26 @@ struct Qwen3TtsGenerator::Active {
   std::vector<TokenId> first_codes;
   std::vector<std::int32_t> frame;
   std::vector<float> hidden;  ///< the talker's last hidden state, after its final norm
+  SamplingParams predictor_sampling;
   SequenceRng rng;
 };
 
 inline TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std::span<float> logits,
                                                     std::span<const TokenId> previous, const Qwen3TtsSampling& s,
                                                     SequenceRng& rng, Sampler& sampler) {
-  for (std::size_t id = c.first_control_id(); id < logits.size(); ++id)
-    if (static_cast<TokenId>(id) != c.codec_eos_id) logits[id] = -std::numeric_limits<float>::infinity();
   SamplingParams p;
   p.temperature = s.temperature;
   p.top_k = s.top_k;
   p.top_p = s.top_p;
   p.repetition_penalty = s.repetition_penalty;
   p.min_tokens = s.min_frames;
-  const TokenId eos[] = {c.codec_eos_id};
-  const SampledToken t = sampler.sample(logits, {&p, {}, previous, eos, &rng});
+  const SampledToken t = detail::Qwen3TtsCompute::sample_first_code(c, logits, previous, p, rng, sampler);
   if (!t.ok()) throw error("Qwen3-TTS talker: " + std::string(describe(t.error)));
   return t.token;
 }
 
-/// out[n][hidden] = fc2(SiLU(fc1(text_embedding[ids]) + b1)) + b2.
-inline void Qwen3TtsGenerator::text_rows(std::span<const TokenId> ids, float* out) {
-  const Qwen3TtsTalkerWeights& w = model_->talker();
-  const std::size_t n = ids.size(), th = model_->config().text_hidden_size, h = model_->config().talker.hidden_size;
-  if (w.folded_text_embedding) {  // llama.cpp's GGUF: the projection is in the table
-    ops_.embed(*w.folded_text_embedding, ids, out);
-    return;
-  }
-  float* e = ops_.buffer(11, n * th);
-  float* mid = ops_.buffer(12, n * th);
-  ops_.embed(w.text_embedding, ids, e);
-  ops_.matmul(e, n, w.text_fc1, mid);
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t i = 0; i < th; ++i) {
-      const float v = mid[r * th + i] + w.text_fc1_bias[i];
-      mid[r * th + i] = v / (1.0f + std::exp(-v));
-    }
-  ops_.matmul(mid, n, w.text_fc2, out);
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t i = 0; i < h; ++i) out[r * h + i] += w.text_fc2_bias[i];
-}
-
 inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, std::vector<float>& x) {
-  const Qwen3TtsTalkerWeights& w = model_->talker();
-  const std::size_t h = model_->config().talker.hidden_size;
+  const std::size_t h = compute_.hidden();
   std::vector<TokenId> texts;
   std::size_t rows = 0;
   for (const Active* a : active) {
@@ -146,18 +121,15 @@ inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, st
     for (const Qwen3TtsPromptRow& r : a->prompt.rows)
       if (r.text >= 0) texts.push_back(r.text);
   }
-  std::vector<float> text(texts.size() * h), codec(h);
-  if (!texts.empty()) text_rows(texts, text.data());
+  std::vector<float> text(texts.size() * h);
+  compute_.text_rows(texts, text.data());
   x.assign(rows * h, 0.0f);
   std::size_t row = 0, next_text = 0;
   for (const Active* a : active)
     for (const Qwen3TtsPromptRow& r : a->prompt.rows) {
       float* out = x.data() + row++ * h;
       if (r.text >= 0) std::copy_n(text.data() + next_text++ * h, h, out);
-      if (r.codec >= 0) {
-        ops_.embed(w.codec_embedding, std::span(&r.codec, 1), codec.data());
-        for (std::size_t i = 0; i < h; ++i) out[i] += codec[i];
-      }
+      if (r.codec >= 0) compute_.add_codec_row(r.codec, out);
     }
 }
 

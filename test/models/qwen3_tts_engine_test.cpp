@@ -1,0 +1,279 @@
+// Qwen3-TTS on the engine (Qwen3TtsCpuExecutor), on the random small-shape
+// checkpoint: each request's frames equal Qwen3TtsGenerator's (whose greedy
+// codes equal llama.cpp's, see qwen3_tts_reference_test.cpp) and its audio
+// equals one full decode of those codes; batched = alone, chunked prefill =
+// one chunk, preempted = never preempted, streamed = the final output; the
+// audio leaves in the requested windows; nothing leaks; bad input is named.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "izwi/models/qwen3_tts_request.hpp"
+#include "izwi/stock_engines.hpp"
+#include "models/random_qwen3_tts.hpp"
+
+using namespace izwi;
+
+namespace {
+
+using TtsEngine = Qwen3TtsCpuEngine;
+
+static_assert(ExecutorFor<Qwen3TtsCpuExecutor, PagedKVCache<>>);
+static_assert(HasRequestRelease<Qwen3TtsCpuExecutor> && HasPreemptionHook<Qwen3TtsCpuExecutor>);
+static_assert(HasEosTokens<Qwen3TtsCpuExecutor> && !HasDetokenizer<Qwen3TtsCpuExecutor>);
+
+const Qwen3Tts& model() {
+  static const Qwen3Tts m = Qwen3Tts::load(testing::random_qwen3_tts());
+  return m;
+}
+
+struct EngineOptions {
+  std::size_t token_budget = 8192;
+  std::optional<std::size_t> num_blocks;
+};
+
+std::unique_ptr<TtsEngine> make_engine(EngineOptions options = {}) {
+  Qwen3TtsCpuExecutor executor(model(), {.num_threads = 2});
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = std::size_t{64} << 20;
+  cache_config.num_blocks = options.num_blocks;
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  SchedulerConfig scheduler;
+  scheduler.max_num_batched_tokens = options.token_budget;
+  return std::make_unique<TtsEngine>(FcfsScheduler(scheduler), std::move(cache), std::move(executor));
+}
+
+Qwen3TtsRequest request(std::vector<TokenId> text, std::string language, std::string speaker,
+                        Qwen3TtsSampling sampling, std::uint32_t max_frames) {
+  Qwen3TtsRequest r;
+  r.text_tokens = std::move(text);
+  r.language = std::move(language);
+  r.speaker = std::move(speaker);
+  r.sampling = sampling;
+  r.sampling.max_frames = max_frames;
+  return r;
+}
+
+Qwen3TtsSampling seeded(std::uint64_t seed) {
+  Qwen3TtsSampling s;
+  s.seed = seed;
+  return s;
+}
+
+const std::vector<Qwen3TtsRequest>& mixed_requests() {
+  static const std::vector<Qwen3TtsRequest> r = [] {
+    std::vector<Qwen3TtsRequest> v = {request({9707, 11, 1879}, "english", "ryan", Qwen3TtsSampling::greedy(), 12),
+                                      request({100, 200, 300, 400, 500, 600}, "auto", "", Qwen3TtsSampling::greedy(), 7),
+                                      request({42}, "chinese", "eric", seeded(11), 10),
+                                      request({31, 32, 33, 34, 35}, "english", "", seeded(12), 9)};
+    v[3].text_mode = Qwen3TtsTextMode::streaming;
+    v.push_back(request({9707, 1879}, "auto", "", seeded(13), 6));
+    v.back().instruction_tokens = {100, 200, 300};
+    return v;
+  }();
+  return r;
+}
+
+/// What the engine streamed for one request.
+struct Heard {
+  std::vector<TokenId> tokens;
+  std::vector<float> audio;
+  std::vector<std::size_t> audio_chunk_frames;  ///< frames generated when each audio piece arrived
+  std::optional<FinishReason> finish;
+  std::string error;
+  RequestStats stats;
+};
+
+std::vector<Heard> run_together(TtsEngine& engine, const std::vector<Qwen3TtsRequest>& requests,
+                                Qwen3TtsStreaming streaming = {}) {
+  std::vector<RequestId> ids;
+  for (const Qwen3TtsRequest& r : requests) ids.push_back(engine.add_request(make_qwen3_tts_request(model(), r, streaming)));
+  std::vector<Heard> heard(ids.size());
+  while (engine.has_unfinished_requests())
+    for (const StreamChunk& chunk : engine.step()) {
+      Heard& h = heard[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), chunk.id) - ids.begin())];
+      h.tokens.insert(h.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      if (!chunk.audio.empty()) {
+        CHECK(chunk.audio_sample_rate == 24000);
+        h.audio.insert(h.audio.end(), chunk.audio.begin(), chunk.audio.end());
+        h.audio_chunk_frames.push_back(h.tokens.size());
+      }
+      if (chunk.finish_reason) h.finish = chunk.finish_reason, h.stats = *chunk.stats;
+      h.error += chunk.error;
+    }
+  return heard;
+}
+
+std::vector<Qwen3TtsCodes> generator_codes(std::span<const Qwen3TtsRequest> requests) {
+  detail::ThreadPool pool(2);
+  Qwen3TtsGenerator generator(model(), pool);
+  return generator.generate(requests);
+}
+
+std::vector<float> full_decode(const Qwen3TtsCodes& codes) {
+  detail::ThreadPool pool(2);
+  Qwen3TtsCodecState state = model().codec().new_stream();
+  std::vector<float> pcm;
+  model().codec().decode(pool, state, codes.codes, pcm);
+  return pcm;
+}
+
+double max_abs_difference(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double{a[i]} - b[i]));
+  return worst;
+}
+
+void check_nothing_held(const TtsEngine& engine) {
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  CHECK(engine.executor().num_streams() == 0);
+}
+
+void check_same(const std::vector<Heard>& a, const std::vector<Heard>& b, double audio_tolerance) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("request " << i);
+    CHECK(a[i].tokens == b[i].tokens);
+    CHECK(a[i].finish == b[i].finish);
+    CHECK(max_abs_difference(a[i].audio, b[i].audio) <= audio_tolerance);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Qwen3TtsCpuExecutor: the engine speaks the generator's frames, and its audio is their full decode",
+          "[qwen3_tts][engine]") {
+  const std::vector<Qwen3TtsRequest>& requests = mixed_requests();
+  auto engine = make_engine();
+  const std::vector<Heard> heard = run_together(*engine, requests);
+  const std::vector<Qwen3TtsCodes> expected = generator_codes(requests);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    std::vector<TokenId> first_codes;
+    for (std::size_t f = 0; f < expected[i].frames; ++f) first_codes.push_back(expected[i].codes[f * 16]);
+    std::vector<TokenId> spoken = heard[i].tokens;
+    if (expected[i].finished_by_eos) {
+      REQUIRE(!spoken.empty());
+      CHECK(spoken.back() == model().config().codec_eos_id);
+      spoken.pop_back();
+    }
+    CHECK(spoken == first_codes);
+    CHECK(heard[i].finish == (expected[i].finished_by_eos ? FinishReason::stop : FinishReason::length));
+    // Windows of 2, then 8 frames, equal one decode of all frames (the codec is causal).
+    CHECK(max_abs_difference(heard[i].audio, full_decode(expected[i])) <= 1e-5);
+    CHECK(heard[i].stats.output_audio_seconds == Approx(expected[i].frames * 0.08));
+    CHECK(heard[i].stats.real_time_factor > 0.0);
+  }
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("Qwen3TtsCpuExecutor: batched = alone, chunked prefill = one chunk, preempted = not preempted",
+          "[qwen3_tts][engine][properties]") {
+  const std::vector<Qwen3TtsRequest>& requests = mixed_requests();
+  auto together_engine = make_engine();
+  const std::vector<Heard> together = run_together(*together_engine, requests);
+  SECTION("each request alone") {
+    std::vector<Heard> alone;
+    auto engine = make_engine();
+    for (const Qwen3TtsRequest& r : requests) alone.push_back(run_together(*engine, {r})[0]);
+    check_same(together, alone, 1e-5);  // the codec's batched decode sums in another order
+    check_nothing_held(*engine);
+  }
+  SECTION("prompts chunked over steps (a budget of 5 rows)") {
+    auto engine = make_engine({.token_budget = 5});
+    check_same(together, run_together(*engine, requests), 1e-5);
+    check_nothing_held(*engine);
+  }
+  SECTION("a cache too small for all: requests are preempted and recomputed from their frames") {
+    auto engine = make_engine({.num_blocks = 4});  // 64 positions; each request needs 17..31
+    const std::vector<Heard> squeezed = run_together(*engine, requests);
+    check_same(together, squeezed, 1e-5);
+    std::uint32_t preemptions = 0;
+    for (const Heard& h : squeezed) preemptions += h.stats.num_preemptions;
+    CHECK(preemptions > 0);
+    check_nothing_held(*engine);
+  }
+}
+
+TEST_CASE("Qwen3TtsCpuExecutor: audio leaves in windows, the first one short", "[qwen3_tts][engine]") {
+  const Qwen3TtsRequest r = request({9707, 11, 1879}, "english", "ryan", seeded(4), 13);
+  Qwen3TtsRequest never_stops = r;
+  never_stops.sampling.min_frames = 13;  // EOS masked: exactly 13 frames, ended by max_tokens
+  auto engine = make_engine();
+  const Heard h = run_together(*engine, {never_stops}, {.first_window_frames = 3, .window_frames = 4})[0];
+  CHECK(h.finish == FinishReason::length);
+  CHECK(h.tokens.size() == 13);
+  // Frames 3, 7, 11, and the last two flushed when max_tokens ends the request.
+  CHECK(h.audio_chunk_frames == std::vector<std::size_t>{3, 7, 11, 13});
+  CHECK(h.audio.size() == 13 * 1920);
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("Qwen3TtsCpuExecutor: the same seed gives the same audio, whatever shares the batch", "[qwen3_tts][engine]") {
+  const Qwen3TtsRequest a = request({9707, 1879}, "english", "", seeded(5), 8);
+  const Qwen3TtsRequest b = request({9707, 1879}, "english", "", seeded(6), 8);
+  auto engine = make_engine();
+  const Heard first = run_together(*engine, {a})[0];
+  const std::vector<Heard> mixed = run_together(*engine, {b, a, b});
+  CHECK(mixed[1].tokens == first.tokens);
+  CHECK(max_abs_difference(mixed[1].audio, first.audio) <= 1e-5);
+  CHECK(mixed[0].tokens != first.tokens);
+  check_nothing_held(*engine);
+}
+
+TEST_CASE("Qwen3TtsCpuExecutor: an abort mid-speech frees everything", "[qwen3_tts][engine]") {
+  auto engine = make_engine();
+  const RequestId id =
+      engine->add_request(make_qwen3_tts_request(model(), request({9707, 11, 1879}, "english", "", seeded(1), 40)));
+  for (int i = 0; i < 4; ++i) engine->step();
+  CHECK(engine->executor().num_streams() == 1);
+  CHECK(engine->abort(id));
+  while (engine->has_unfinished_requests()) engine->step();
+  check_nothing_held(*engine);
+}
+
+namespace {
+/// The field and message of the invalid_argument make_qwen3_tts_request throws.
+std::string refusal(const Qwen3TtsRequest& r) {
+  try {
+    make_qwen3_tts_request(model(), r);
+  } catch (const invalid_argument& e) {
+    return e.field() + ": " + e.what();
+  }
+  return "accepted";
+}
+}  // namespace
+
+TEST_CASE("Qwen3-TTS requests: bad input is refused naming the field", "[qwen3_tts][engine]") {
+  CHECK(refusal(request({}, "auto", "", seeded(1), 4)) == "input: the text to speak is empty");
+  CHECK_THAT(refusal(request({1}, "auto", "nobody", seeded(1), 4)), Catch::StartsWith("voice: unknown speaker 'nobody'"));
+  CHECK_THAT(refusal(request({1}, "auto", "", seeded(1), 0)), Catch::StartsWith("max_tokens: max_frames"));
+  CHECK_THAT(refusal(request({151936}, "auto", "", seeded(1), 4)),
+             Catch::StartsWith("input: text token 151936 is outside the text vocabulary"));
+
+  auto engine = make_engine();
+  Request out_of_space = make_qwen3_tts_request(model(), request({1}, "auto", "", seeded(1), 4));
+  out_of_space.prompt_tokens.back() = static_cast<TokenId>(qwen3_tts_token_space(model().config()));
+  CHECK_THROWS_AS(engine->add_request(std::move(out_of_space)), invalid_argument);
+  // A code where a packed prompt row belongs fails that request alone, naming it.
+  Request codes_as_prompt = make_qwen3_tts_request(model(), request({1}, "auto", "", seeded(1), 4));
+  codes_as_prompt.prompt_tokens.front() = 5;
+  const Qwen3TtsRequest good = request({9707, 11}, "english", "", seeded(2), 4);
+  const RequestId bad_id = engine->add_request(std::move(codes_as_prompt));
+  const RequestId good_id = engine->add_request(make_qwen3_tts_request(model(), good));
+  std::string bad_error;
+  std::optional<FinishReason> good_finish;
+  while (engine->has_unfinished_requests())
+    for (const StreamChunk& chunk : engine->step()) {
+      if (chunk.id == bad_id) bad_error += chunk.error;
+      if (chunk.id == good_id && chunk.finish_reason) good_finish = chunk.finish_reason;
+    }
+  CHECK_THAT(bad_error, Catch::Contains("packed Qwen3-TTS prompt row"));
+  CHECK(good_finish.has_value());
+  CHECK(good_finish != FinishReason::error);
+  check_nothing_held(*engine);
+}
