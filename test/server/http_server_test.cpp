@@ -1509,6 +1509,9 @@ TEST_CASE("http: speech in every response_format, whole, chunked and as SSE, the
     CHECK(joined == (format == AudioFormat::wav ? whole.body.substr(44) : whole.body));
   }
   CHECK(h.wait_idle());
+  // Each streamed answer (audio and sse, six formats each) timed its first audio.
+  CHECK(h.server.http_metrics().prometheus_text().find("izwi_http_speech_time_to_first_audio_seconds_count 12\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("http: speech speed time-stretches, voices and OpenAI's names resolve", "[server][http][speech]") {

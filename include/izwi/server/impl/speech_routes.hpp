@@ -123,8 +123,11 @@ inline std::shared_ptr<const std::vector<float>> decode_reference_audio(std::str
 /// holds a weak_ptr and posts to the strand.
 class SpeechJob final : public http::PendingResponse, public std::enable_shared_from_this<SpeechJob> {
  public:
-  SpeechJob(std::shared_ptr<http::Session> session, PreparedSpeech prepared)
-      : session_(std::move(session)), p_(std::move(prepared)), encoder_(p_.format, p_.sample_rate) {
+  SpeechJob(std::shared_ptr<http::Session> session, PreparedSpeech prepared, http::HttpMetrics& metrics)
+      : session_(std::move(session)),
+        p_(std::move(prepared)),
+        metrics_(metrics),
+        encoder_(p_.format, p_.sample_rate) {
     if (p_.speed != 1.0) stretcher_.emplace(p_.sample_rate, p_.speed);
     if (p_.format == audio::AudioFormat::opus) ogg_.emplace(p_.ogg_serial);
   }
@@ -216,6 +219,11 @@ class SpeechJob final : public http::PendingResponse, public std::enable_shared_
       bytes = std::move(pages);
     }
     if (bytes.empty()) return;
+    if (streaming() && !first_audio_sent_) {
+      first_audio_sent_ = true;
+      metrics_.observe_time_to_first_audio(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - session_->exchange().start).count());
+    }
     switch (p_.stream_format) {
       case openai::SpeechStreamFormat::none: append(file_, bytes); break;
       case openai::SpeechStreamFormat::audio:
@@ -284,6 +292,7 @@ class SpeechJob final : public http::PendingResponse, public std::enable_shared_
 
   std::shared_ptr<http::Session> session_;
   PreparedSpeech p_;
+  http::HttpMetrics& metrics_;  // the server's: time to first audio
   audio::StreamingEncoder encoder_;
   std::optional<audio::TimeStretcher> stretcher_;
   std::optional<OggSerialRewriter> ogg_;
@@ -293,6 +302,7 @@ class SpeechJob final : public http::PendingResponse, public std::enable_shared_
   std::string engine_error_;
   bool finished_ = false;
   bool cancelled_ = false;
+  bool first_audio_sent_ = false;
   std::atomic<bool> wake_posted_{false};
 };
 
@@ -337,7 +347,7 @@ inline void Server::speech(HandlerContext& ctx) {
           session->respond(exception_response(failure, session->exchange().request_id, version));
           return;
         }
-        auto job = std::make_shared<detail::SpeechJob>(session, std::move(*prepared));
+        auto job = std::make_shared<detail::SpeechJob>(session, std::move(*prepared), metrics_);
         job->start();  // a client already gone cancels it at once
       });
     });
