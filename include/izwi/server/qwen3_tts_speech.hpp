@@ -30,7 +30,8 @@ Request qwen3_tts_speech_request(const Qwen3Tts& model, const SpeechSynthesis& s
 
 inline void describe_speech(const Qwen3Tts& model, SpeechVoices& out) {
   const Qwen3TtsConfig& c = model.config();
-  out.kind = c.model_type;
+  // llama.cpp's GGUF pair does not say the kind: named speakers make it a CustomVoice.
+  out.kind = !c.model_type.empty() ? c.model_type : c.speakers.empty() ? "unknown" : "custom_voice";
   out.speakers.clear();
   for (const auto& [name, id] : c.speakers) out.speakers.push_back(name);
   out.languages.clear();
@@ -38,12 +39,12 @@ inline void describe_speech(const Qwen3Tts& model, SpeechVoices& out) {
   out.sample_rate = model.codec().config().output_sample_rate;
   // Base models clone from reference audio through the speaker encoder
   // (an x-vector), which izwi's Qwen3Tts does not run yet.
-  if (c.model_type == "base")
+  if (out.kind == "base" || out.kind == "unknown")
     out.cloning_unavailable =
         "voice cloning needs the speaker encoder of a Base model (Qwen3Tts::speaker_embedding), which this build of "
         "izwi does not have yet";
   else
-    out.cloning_unavailable = "voice cloning needs a Base model; this one is '" + c.model_type + "'";
+    out.cloning_unavailable = "voice cloning needs a Base model; this one is '" + out.kind + "'";
 }
 
 inline Request qwen3_tts_speech_request(const Qwen3Tts& model, const SpeechSynthesis& s) {

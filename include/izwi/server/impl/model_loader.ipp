@@ -217,7 +217,7 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
   info.path = path;
   info.tasks = {Task::tts};
   info.untrained = kind.untrained;
-  info.description = model.description() + ", Qwen3-TTS " + config.model_type + ", talker hidden " +
+  info.description = model.description() + ", talker hidden " +
                      std::to_string(config.talker.hidden_size) + " x " + std::to_string(config.talker.num_layers) +
                      " layers, " + std::to_string(config.speakers.size()) + " speakers, FCFS scheduling, paged KV cache";
   Qwen3TtsCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
