@@ -1,15 +1,18 @@
-// izwi-qwen3-tts-bench: speed of the Qwen3-TTS model side on the CPU, for an
-// idle machine (figures taken while others compile are not evidence).
+// izwi-qwen3-tts-bench: speed of Qwen3-TTS on the engine (what izwi-server
+// runs), for an idle machine (figures taken while others compile are not
+// evidence).
 //
-//   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8] [--window 12]
+//   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8]
+//                            [--first-window 2] [--window 8]
+//   izwi-qwen3-tts-bench --gguf TALKER.gguf --mmproj MMPROJ.gguf [...]   (llama.cpp's pair: the peer's very file)
 //
-// For each stream count S: S requests generated together (talker + code
-// predictor, sampled as upstream, EOS masked so each makes --frames frames),
-// then their codes decoded by the codec decoder in --window-frame windows,
-// the S streams batched per window. Prints frames/s and the real-time factor
-// (audio seconds per wall second) of each part and of both together.
-// llama.cpp's llama-tts prints the same figures for one stream (its
-// "timings" lines) on the GGUF pair izwi-qwen3-tts-to-gguf writes.
+// For each stream count S: S speech requests added together to a
+// Qwen3TtsCpuEngine (sampled as upstream, EOS masked so each makes --frames
+// frames), stepped until all finish. Prints the aggregate frames/s, the
+// aggregate speed in audio seconds per wall second (above 1: faster than real
+// time), each stream's mean frames/s, and the mean and worst time to first
+// audio. llama.cpp's llama-tts prints frames/s and its real-time ratio for
+// one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
 
 #include <algorithm>
 #include <chrono>
@@ -20,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "izwi/kernels/cpu/thread_pool.hpp"
-#include "izwi/models/qwen3_tts.hpp"
+#include "izwi/models/qwen3_tts_request.hpp"
+#include "izwi/stock_engines.hpp"
 
 using namespace izwi;
 
@@ -41,8 +44,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string dir;
-  std::size_t threads = 2, frames = 48, window = 12;
+  std::string dir, talker_gguf, mmproj_gguf;
+  std::size_t threads = 2, frames = 48, first_window = 2, window = 8;
   std::vector<std::size_t> streams = {1, 4, 8};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -53,53 +56,54 @@ int main(int argc, char** argv) try {
     if (a == "--threads") threads = std::stoul(next());
     else if (a == "--frames") frames = std::stoul(next());
     else if (a == "--window") window = std::stoul(next());
+    else if (a == "--first-window") first_window = std::stoul(next());
+    else if (a == "--gguf") talker_gguf = next();
+    else if (a == "--mmproj") mmproj_gguf = next();
     else if (a == "--streams") streams = parse_list(next());
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
-  if (dir.empty() || frames == 0 || window == 0) {
-    std::cerr << "usage: izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8] [--window 12]\n";
+  if ((dir.empty() == talker_gguf.empty()) || talker_gguf.empty() != mmproj_gguf.empty() || frames == 0 ||
+      window == 0 || first_window == 0) {
+    std::cerr << "usage: izwi-qwen3-tts-bench DIR | --gguf TALKER.gguf --mmproj MMPROJ.gguf [--threads 2] [--frames 48] "
+                 "[--streams 1,4,8] [--first-window 2] [--window 8]\n";
     return 2;
   }
-  const Qwen3Tts model = Qwen3Tts::load(dir);
-  detail::ThreadPool pool(threads);
+  const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf) : Qwen3Tts::load(dir);
   const double audio_per_frame = double(model.codec().samples_per_frame()) / model.codec().config().output_sample_rate;
-  std::printf("model %s, %zu threads, %zu frames per stream, codec windows of %zu frames\n",
-              model.description().c_str(), threads, frames, window);
-  std::printf("%8s %14s %14s %14s %10s\n", "streams", "talker+pred f/s", "codec f/s", "total f/s", "RTF");
+  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu then %zu frames\n",
+              model.description().c_str(), threads, frames, first_window, window);
+  std::printf("%8s %12s %12s %14s %14s %14s\n", "streams", "total f/s", "audio s/s", "f/s per stream",
+              "mean TTFA s", "worst TTFA s");
   for (std::size_t s : streams) {
-    std::vector<Qwen3TtsRequest> requests(s);
+    Qwen3TtsCpuExecutor executor(model, {.num_threads = threads});
+    PagedKVCacheConfig cache_config;
+    cache_config.byte_budget = std::size_t{1} << 30;
+    PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+    Qwen3TtsCpuEngine engine(FcfsScheduler{}, std::move(cache), std::move(executor));
+    const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < s; ++i) {
-      requests[i].text_tokens = {9707, 11, 1879, 13, 1096, 374, 264, 1273};
-      requests[i].sampling.seed = i + 1;
-      requests[i].sampling.max_frames = static_cast<std::uint32_t>(frames);
-      requests[i].sampling.min_frames = static_cast<std::uint32_t>(frames);  // the speed of `frames` frames, not of an early EOS
+      Qwen3TtsRequest r;
+      r.text_tokens = {9707, 11, 1879, 13, 1096, 374, 264, 1273};
+      r.sampling.seed = i + 1;
+      r.sampling.max_frames = static_cast<std::uint32_t>(frames);
+      r.sampling.min_frames = static_cast<std::uint32_t>(frames);  // the speed of `frames` frames, not of an early EOS
+      engine.add_request(make_qwen3_tts_request(model, r, {static_cast<std::uint32_t>(first_window),
+                                                           static_cast<std::uint32_t>(window)}));
     }
-    Qwen3TtsGenerator generator(model, pool);
-    auto start = std::chrono::steady_clock::now();
-    const std::vector<Qwen3TtsCodes> codes = generator.generate(requests);
-    const double generate_s = seconds_since(start);
     std::size_t total_frames = 0;
-    for (const auto& c : codes) total_frames += c.frames;
-
-    const std::size_t groups = model.config().num_code_groups;
-    std::vector<Qwen3TtsCodecState> states;
-    for (std::size_t i = 0; i < s; ++i) states.push_back(model.codec().new_stream());
-    std::vector<std::vector<float>> pcm(s);
-    start = std::chrono::steady_clock::now();
-    for (std::size_t first = 0; first < frames; first += window) {
-      std::vector<Qwen3TtsCodecStream> batch;
-      for (std::size_t i = 0; i < s; ++i) {
-        const std::size_t n = std::min(window, codes[i].frames > first ? codes[i].frames - first : 0);
-        if (n > 0) batch.push_back({&states[i], std::span(codes[i].codes).subspan(first * groups, n * groups), &pcm[i]});
-      }
-      if (!batch.empty()) model.codec().decode_batch(pool, batch);
-    }
-    const double decode_s = seconds_since(start);
-    const double total_s = generate_s + decode_s;
-    std::printf("%8zu %14.2f %14.2f %14.2f %10.3f\n", s, double(total_frames) / generate_s,
-                double(total_frames) / decode_s, double(total_frames) / total_s,
-                double(total_frames) * audio_per_frame / total_s);
+    double ttfa_sum = 0, ttfa_worst = 0, per_stream = 0;
+    while (engine.has_unfinished_requests())
+      for (const StreamChunk& chunk : engine.step())
+        if (chunk.stats) {
+          total_frames += chunk.stats->num_output_tokens;
+          ttfa_sum += chunk.stats->time_to_first_audio;
+          ttfa_worst = std::max(ttfa_worst, chunk.stats->time_to_first_audio);
+          per_stream += chunk.stats->decode_tokens_per_second;
+        }
+    const double wall = seconds_since(start);
+    std::printf("%8zu %12.2f %12.3f %14.2f %14.3f %14.3f\n", s, double(total_frames) / wall,
+                double(total_frames) * audio_per_frame / wall, per_stream / double(s), ttfa_sum / double(s), ttfa_worst);
   }
   return 0;
 } catch (const std::exception& e) {

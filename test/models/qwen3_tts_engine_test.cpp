@@ -167,6 +167,8 @@ TEST_CASE("Qwen3TtsCpuExecutor: the engine speaks the generator's frames, and it
     CHECK(max_abs_difference(heard[i].audio, full_decode(expected[i])) <= 1e-5);
     CHECK(heard[i].stats.output_audio_seconds == Approx(expected[i].frames * 0.08));
     CHECK(heard[i].stats.real_time_factor > 0.0);
+    CHECK(heard[i].stats.time_to_first_audio > 0.0);
+    CHECK(heard[i].stats.time_to_first_audio <= heard[i].stats.e2e_latency);
   }
   check_nothing_held(*engine);
 }
@@ -184,12 +186,12 @@ TEST_CASE("Qwen3TtsCpuExecutor: batched = alone, chunked prefill = one chunk, pr
     check_nothing_held(*engine);
   }
   SECTION("prompts chunked over steps (a budget of 5 rows)") {
-    auto engine = make_engine({.token_budget = 5});
+    auto engine = make_engine({.token_budget = 5, .num_blocks = std::nullopt});
     check_same(together, run_together(*engine, requests), 1e-5);
     check_nothing_held(*engine);
   }
   SECTION("a cache too small for all: requests are preempted and recomputed from their frames") {
-    auto engine = make_engine({.num_blocks = 4});  // 64 positions; each request needs 17..31
+    auto engine = make_engine({.token_budget = 8192, .num_blocks = 4});  // 64 positions; each request needs 17..31
     const std::vector<Heard> squeezed = run_together(*engine, requests);
     check_same(together, squeezed, 1e-5);
     std::uint32_t preemptions = 0;

@@ -17,6 +17,7 @@
 #include "izwi/models/whisper_request.hpp"
 #include "izwi/models/whisper_runner.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/server/detail/whisper_jobs.hpp"
 #include "izwi/tokenizer/detail/utf8.hpp"
 #include "models/random_whisper.hpp"
 
@@ -237,6 +238,26 @@ TEST_CASE("Whisper requests: bad input is refused naming the field", "[whisper][
   CHECK_THAT(failed.error, Catch::Contains("needs audio"));
   CHECK(engine->generate(request_for(windows[0], false)).error.empty());
   check_nothing_held(*engine);
+}
+
+TEST_CASE("Transcriber window jobs: the previous-text prompt keeps text and timestamp tokens, as openai-whisper",
+          "[whisper][engine]") {
+  if (!testing::have_whisper_fixtures()) return;
+  const Whisper& m = model("ggml-model.bin");
+  const auto& special = m.special_tokens();
+  asr::WindowJob job;
+  job.kind = asr::WindowJob::Kind::decode;
+  job.language = "en";
+  job.end = 16000;
+  const TokenId t0 = special.timestamp_begin, t1 = special.timestamp_begin + 50;
+  job.previous_tokens = {t0, 100, 200, t1, special.sot, 300};  // a stray special token is left out
+  const std::vector<float> samples(16000, 0.0f);
+  const Request r = server::detail::whisper_window_request(m, job, samples, Task::asr);
+  const auto prev = std::find(r.prompt_tokens.begin(), r.prompt_tokens.end(), special.sot_prev);
+  REQUIRE(prev != r.prompt_tokens.end());
+  const std::vector<TokenId> after(prev + 1, prev + 6);
+  CHECK(after == std::vector<TokenId>{t0, 100, 200, t1, 300});
+  CHECK(*(prev + 6) == special.sot);
 }
 
 TEST_CASE("beam_search on the Whisper engine: width 1 is greedy, width 5 is well formed and shares the audio's blocks",

@@ -18,6 +18,7 @@
 //   izwi:e2e_request_latency_seconds          histogram
 //   izwi:request_queue_time_seconds           histogram
 //   izwi:audio_real_time_factor               histogram (audio-output requests)
+//   izwi:time_to_first_audio_seconds          histogram (audio-output requests; izwi's own)
 
 #include <array>
 #include <cstddef>
@@ -100,6 +101,7 @@ struct EngineMetrics {
   Histogram e2e_request_latency{metric_buckets::request_latency};
   Histogram request_queue_time{metric_buckets::request_latency};
   Histogram audio_real_time_factor{metric_buckets::real_time_factor};
+  Histogram time_to_first_audio{metric_buckets::time_to_first_token};
 
   std::uint64_t finished(FinishReason reason) const noexcept {
     return finished_requests[static_cast<std::size_t>(reason)];

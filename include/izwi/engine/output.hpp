@@ -40,6 +40,8 @@ struct RequestStats {
   /// Below 1 means faster than real time; 0 when no audio was produced.
   double output_audio_seconds = 0.0;
   double real_time_factor = 0.0;
+  /// Arrival to the first audio samples (audio-output models; 0 when none).
+  double time_to_first_audio = 0.0;
 };
 
 /// One piece of a streamed response: what the request produced since the last chunk.

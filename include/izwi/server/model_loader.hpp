@@ -38,6 +38,10 @@ enum class KVCacheKind {
   unified,  ///< UnifiedKVCache<>: a share of physical memory, watching memory pressure
 };
 
+/// A Whisper engine's token budget per step when none is given: five 30-s
+/// windows (1536 positions each) start in one encoder batch.
+inline constexpr std::size_t whisper_default_batched_tokens = 8192;
+
 struct CpuLoaderSettings {
   SchedulingPolicy scheduling = SchedulingPolicy::fcfs;
   KVCacheKind kv_cache = KVCacheKind::paged;
@@ -49,7 +53,8 @@ struct CpuLoaderSettings {
   std::size_t kv_cache_bytes = std::size_t{1} << 30;
   /// Requests waiting beyond this get 429; 0: no limit.
   std::size_t max_waiting_requests = 256;
-  /// Scheduler limits per step (vLLM's max_num_seqs / max_num_batched_tokens); 0: the scheduler's default.
+  /// Scheduler limits per step (vLLM's max_num_seqs / max_num_batched_tokens);
+  /// 0: the scheduler's default (for Whisper, whisper_default_batched_tokens).
   std::size_t max_num_seqs = 0;
   std::size_t max_num_batched_tokens = 0;
   /// Context limit override; 0: the model's.

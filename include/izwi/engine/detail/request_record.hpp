@@ -115,6 +115,7 @@ struct RequestRecord {
   TimePoint first_scheduled{};
   TimePoint first_token{};
   TimePoint last_token{};
+  TimePoint first_audio{};
   bool scheduled = false;
   std::uint32_t num_preemptions = 0;
   bool finished = false;
@@ -139,6 +140,7 @@ struct RequestRecord {
       s.output_audio_seconds = static_cast<double>(audio.size()) / audio_sample_rate;
       const double processing = scheduled ? seconds_between(first_scheduled, now) : s.e2e_latency;
       s.real_time_factor = processing / s.output_audio_seconds;
+      s.time_to_first_audio = seconds_between(arrival, first_audio);
     }
     return s;
   }

@@ -35,6 +35,7 @@ struct StepMetrics {
   PendingHistogram e2e_request_latency;
   PendingHistogram request_queue_time;
   PendingHistogram audio_real_time_factor;
+  PendingHistogram time_to_first_audio;
 
   /// Adds everything to `m` and starts over. Caller holds m's mutex.
   void publish_to(EngineMetrics& m) {
@@ -46,6 +47,7 @@ struct StepMetrics {
     e2e_request_latency.publish_to(m.e2e_request_latency);
     request_queue_time.publish_to(m.request_queue_time);
     audio_real_time_factor.publish_to(m.audio_real_time_factor);
+    time_to_first_audio.publish_to(m.time_to_first_audio);
     prompt_tokens = generation_tokens = 0;
     finished_requests = {};
   }

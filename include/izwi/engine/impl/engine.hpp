@@ -518,6 +518,10 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
       r.logprobs.push_back({out.token, out.logprob, {top.begin(), top.end()}});
     }
     if (out.audio_count > 0) {
+      if (r.audio.empty()) {
+        r.first_audio = now;
+        m.time_to_first_audio.observe(seconds_between(r.arrival, now));
+      }
       const auto samples = result_.audio_of(out);
       r.audio.insert(r.audio.end(), samples.begin(), samples.end());
       r.audio_sample_rate = result_.audio_sample_rate;

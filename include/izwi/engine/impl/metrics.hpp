@@ -173,6 +173,8 @@ inline std::string to_prometheus_text(const EngineMetrics& m, std::string_view m
               m.request_queue_time);
   w.histogram("izwi:audio_real_time_factor", "Histogram of processing time over generated audio duration.",
               m.audio_real_time_factor);
+  w.histogram("izwi:time_to_first_audio_seconds",
+              "Histogram of time from arrival to the first audio samples in seconds.", m.time_to_first_audio);
   return w.take();
 }
 

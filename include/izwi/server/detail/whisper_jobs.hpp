@@ -24,11 +24,11 @@ inline Request whisper_window_request(const Whisper& model, const asr::WindowJob
   prompt.language = job.language;
   prompt.translate = job.translate;
   prompt.timestamps = true;
-  // make_whisper_request takes text tokens only; openai-whisper's prompt
-  // also carries the previous segments' timestamp tokens, dropped here.
-  const TokenId eot = model.special_tokens().eot;
+  // The previous segments' text and timestamp tokens, as openai-whisper
+  // conditions on them; any other special token would be refused.
+  const auto& special = model.special_tokens();
   for (const TokenId t : job.previous_tokens)
-    if (t < eot) prompt.previous_tokens.push_back(t);
+    if (t < special.eot || special.is_timestamp(t)) prompt.previous_tokens.push_back(t);
   SamplingParams sampling = whisper_sampling(job.temperature);  // each token's logprob: the fallback test
   sampling.max_tokens = job.max_tokens;
   sampling.logprobs = 0;

@@ -189,7 +189,11 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
   WhisperCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
-  if (settings.max_num_batched_tokens) scheduler_config.max_num_batched_tokens = settings.max_num_batched_tokens;
+  // Each 30-s window is 1536 prompt positions: the scheduler's text default
+  // (2048) would start one window per step, so concurrent uploads would be
+  // encoded one by one. 8192 starts five per step, in one encoder batch.
+  scheduler_config.max_num_batched_tokens =
+      settings.max_num_batched_tokens ? settings.max_num_batched_tokens : whisper_default_batched_tokens;
   EngineConfig engine_config;
   engine_config.model_name = id;
   engine_config.stream_capacity = settings.stream_capacity;
