@@ -278,6 +278,74 @@ TEST_CASE("the CPU loader serves a random-weight Qwen3 checkpoint", "[server][lo
   }
 }
 
+TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama.cpp's GGUF pair",
+          "[server][loader][speech]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+#if !defined(IZWI_MAKE_RANDOM_QWEN3_TTS) || !defined(IZWI_QWEN3_TTS_TO_GGUF)
+  WARN("SKIPPED: izwi-make-random-qwen3-tts or izwi-qwen3-tts-to-gguf is not built");
+#else
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::current_path() / "loader-qwen3-tts";
+  const fs::path pair = fs::current_path() / "loader-qwen3-tts-gguf";
+  fs::remove_all(dir);
+  fs::remove_all(pair);
+  fs::create_directories(pair);
+  REQUIRE(std::system((std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + dir.string() +
+                       " --shape small --seed 2 --tokenizer " + testing::qwen3_tokenizer_json().string() +
+                       " > /dev/null")
+                          .c_str()) == 0);
+  REQUIRE(std::system((std::string(IZWI_QWEN3_TTS_TO_GGUF) + " " + dir.string() + " --talker " +
+                       (pair / "talker.gguf").string() + " --mmproj " + (pair / "talker-mmproj.gguf").string() +
+                       " > /dev/null")
+                          .c_str()) == 0);
+  fs::copy_file(dir / "tokenizer.json", pair / "tokenizer.json");
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  settings.kv_cache_bytes = 64u << 20;
+  for (const fs::path& path : {dir, pair / "talker.gguf"}) {
+    INFO(path);
+    auto model = load_cpu_model("tts", path, settings);
+    CHECK(model->serves(Task::tts));
+    CHECK_FALSE(model->serves(Task::chat));
+    CHECK(model->info().untrained);
+    CHECK(model->qwen3_tts_model() != nullptr);
+    REQUIRE(model->speech_voices() != nullptr);
+    CHECK(model->speech_voices()->speakers == std::vector<std::string>{"eric", "ryan", "vivian"});
+    CHECK(model->speech_voices()->kind == "custom_voice");
+    CHECK(model->speech_voices()->sample_rate == 24000u);
+    SpeechSynthesis speech;
+    speech.text = "Hello there.";
+    speech.speaker = "ryan";
+    speech.seed = 4;
+    speech.max_frames = 4;
+    ResponseStream stream = model->submit(model->make_speech_request(speech));
+    std::size_t samples = 0, frames = 0;
+    while (auto chunk = stream.next()) {
+      samples += chunk->audio.size();
+      frames += chunk->token_ids.size();
+      if (!chunk->audio.empty()) CHECK(chunk->audio_sample_rate == 24000u);
+    }
+    CHECK(samples == frames * 1920);
+    CHECK(frames >= 2);
+    speech.speaker = "nobody";
+    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    speech.speaker = "ryan";
+    speech.reference_audio = std::make_shared<const std::vector<float>>(24000, 0.1f);
+    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    model->shutdown(std::chrono::steady_clock::now() + 1s);
+    CHECK(model->status().num_kv_blocks_used == 0);
+  }
+  // A talker GGUF whose mmproj is not beside it: refused, naming what is missing.
+  fs::remove(pair / "talker-mmproj.gguf");
+  try {
+    load_cpu_model("tts", pair / "talker.gguf", settings);
+    FAIL("a talker without its mmproj loaded");
+  } catch (const izwi::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("mmproj") != std::string::npos);
+  }
+#endif
+}
+
 TEST_CASE("the CPU loader names what it cannot serve", "[server][loader]") {
   ModelsDir dir;
   CpuLoaderSettings settings;
