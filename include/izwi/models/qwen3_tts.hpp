@@ -14,7 +14,11 @@
 //               (talker's for c₀, the predictor's for c₁..c₁₅) + tts_pad's text row.
 //   codec       Qwen3TtsCodecDecoder (qwen3_tts_codec.hpp): 1920 samples per frame.
 //
-// Loads the Hugging Face layout: config.json, model.safetensors (talker.*),
+//   speaker     Base models: Qwen3TtsSpeakerEncoder (qwen3_tts_speaker_encoder.hpp),
+//               reference audio → an x-vector that fills the prompt row a
+//               CustomVoice speaker's codec row would (voice cloning).
+//
+// Loads the Hugging Face layout: config.json, model.safetensors (talker.*, speaker_encoder.*),
 // speech_tokenizer/{config.json, model.safetensors}, and tokenizer.json when
 // present. The weights stay in the mapped file (views), the codec decoder's
 // are widened to f32. Errors name the file, the tensor and the problem.
@@ -38,6 +42,7 @@
 #include "izwi/models/qwen3_tts_codec.hpp"
 #include "izwi/models/qwen3_tts_config.hpp"
 #include "izwi/models/detail/qwen3_tts_compute.hpp"
+#include "izwi/models/qwen3_tts_speaker_encoder.hpp"
 #include "izwi/tokenizer/bpe_tokenizer.hpp"
 
 namespace izwi {
@@ -79,7 +84,9 @@ class Qwen3Tts {
   static Qwen3Tts load(const std::filesystem::path& dir, Qwen3TtsLoadOptions options = {});
   /// Loads llama.cpp's GGUF pair (the talker and the mmproj its converter
   /// writes; tokenizer.json beside the talker when present). Its speaker
-  /// encoder is not read, and spk_is_dialect is not in the pair.
+  /// encoder (projector qwen3tts_spkenc) is loaded when the mmproj has one;
+  /// llama.cpp requires one in every mmproj, so a CustomVoice pair written by
+  /// izwi-qwen3-tts-to-gguf carries a random one. spk_is_dialect is not in the pair.
   static Qwen3Tts load_gguf(const std::filesystem::path& talker_gguf, const std::filesystem::path& mmproj_gguf,
                             Qwen3TtsLoadOptions options = {});
 
@@ -87,6 +94,17 @@ class Qwen3Tts {
   const Qwen3TtsTalkerWeights& talker() const noexcept { return talker_; }
   const Qwen3TtsPredictorWeights& predictor() const noexcept { return predictor_; }
   const Qwen3TtsCodecDecoder& codec() const noexcept { return *codec_; }
+  /// The speaker encoder (Base models), or null.
+  const Qwen3TtsSpeakerEncoder* speaker_encoder() const noexcept { return speaker_encoder_.get(); }
+  /// The x-vector of mono reference audio `pcm` at `sample_rate` (resampled to
+  /// the encoder's 24 kHz with soxr): talker-hidden floats, for
+  /// Qwen3TtsRequest::speaker_embedding. Throws izwi::invalid_argument
+  /// ("reference_audio") when the model has no speaker encoder (only Base
+  /// checkpoints have one) or the audio is too short or not finite.
+  std::vector<float> speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate) const;
+  /// The same on the caller's thread pool.
+  std::vector<float> speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
+                                       detail::ThreadPool& pool) const;
   /// The checkpoint's tokenizer, when it has one.
   const tokenizer::BpeTokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
   /// Where the weights came from, for logs.
@@ -98,6 +116,7 @@ class Qwen3Tts {
   Qwen3TtsTalkerWeights talker_;
   Qwen3TtsPredictorWeights predictor_;
   std::shared_ptr<const Qwen3TtsCodecDecoder> codec_;
+  std::shared_ptr<const Qwen3TtsSpeakerEncoder> speaker_encoder_;
   std::shared_ptr<const void> weights_owner_;  // the mapped model.safetensors the views point into
   std::shared_ptr<const tokenizer::BpeTokenizer> tokenizer_;
   std::string description_;
@@ -125,6 +144,9 @@ enum class Qwen3TtsTextMode {
 /// A talker prompt: its rows, and the text rows the generated frames add in order.
 struct Qwen3TtsPrompt {
   std::vector<Qwen3TtsPromptRow> rows;
+  /// The row a cloned voice's x-vector is added to (its codec half is absent
+  /// in `rows`); empty without one.
+  std::optional<std::size_t> speaker_embedding_row;
   /// Text ids frame k adds (its text_projection row) while k < size(); tts_pad after.
   std::vector<TokenId> trailing_text;
 };
@@ -135,7 +157,8 @@ struct Qwen3TtsPrompt {
 ///   <|im_start|> assistant \n                          (text rows)
 ///   tts_pad + think, tts_pad + think_bos, tts_pad + language, tts_pad + think_eos
 ///       (language "auto": nothink, think_bos, think_eos)
-///   [tts_pad + speaker]                                (CustomVoice speaker)
+///   [tts_pad + speaker]                                (CustomVoice speaker, or a
+///                                                       cloned voice's x-vector)
 ///   tts_bos + codec_pad
 ///   non-streaming: text[i] + codec_pad for every text token, tts_eos + codec_pad,
 ///                  tts_pad + codec_bos (the last prefill row); frames add tts_pad
@@ -143,12 +166,16 @@ struct Qwen3TtsPrompt {
 ///
 /// `text` and `instruction` are tokenised text alone (no chat markers). A
 /// speaker with a dialect speaks it when the language is "chinese" or "auto".
-/// Unknown languages or speakers, or empty text in streaming mode, throw
+/// With `speaker_embedding` the speaker row is (tts_pad, no codec) and its
+/// index is speaker_embedding_row: the caller adds the x-vector there, as
+/// upstream's x-vector-only cloning does. Unknown languages or speakers, a
+/// speaker together with an embedding, or empty text in streaming mode throw
 /// izwi::invalid_argument (unknown names list the known ones).
 Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
                                 std::string_view language = "auto", std::string_view speaker = "",
                                 std::span<const TokenId> instruction = {},
-                                Qwen3TtsTextMode mode = Qwen3TtsTextMode::non_streaming);
+                                Qwen3TtsTextMode mode = Qwen3TtsTextMode::non_streaming,
+                                bool speaker_embedding = false);
 
 /// Sampling as upstream's generate() defaults it. temperature 0 is greedy.
 struct Qwen3TtsSampling {
@@ -184,6 +211,9 @@ struct Qwen3TtsRequest {
   std::vector<TokenId> instruction_tokens;
   Qwen3TtsTextMode text_mode = Qwen3TtsTextMode::non_streaming;
   Qwen3TtsSampling sampling;
+  /// A cloned voice: the x-vector of Qwen3Tts::speaker_embedding (talker
+  /// hidden floats), spoken instead of a named speaker. Empty: none.
+  std::vector<float> speaker_embedding;
 };
 
 struct Qwen3TtsCodes {
@@ -204,8 +234,9 @@ class Qwen3TtsGenerator {
   Qwen3TtsGenerator(const Qwen3Tts& model, detail::ThreadPool& pool) : compute_(model, pool) {}
 
   /// Generates every request to its end (EOS or max_frames). Bad requests
-  /// (unknown language or speaker, a text id outside the vocabulary) throw
-  /// izwi::invalid_argument before anything runs.
+  /// (unknown language or speaker, a text id outside the vocabulary, a
+  /// speaker_embedding of the wrong width) throw izwi::invalid_argument
+  /// before anything runs.
   std::vector<Qwen3TtsCodes> generate(std::span<const Qwen3TtsRequest> requests);
 
   /// Codebook 0 from a row of the talker's logits (modified in place):

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,33 @@ struct Qwen3TtsCodecConfig {
   void validate() const;
 };
 
+/// config.json's speaker_encoder_config (Qwen3TTSSpeakerEncoderConfig), Base
+/// models only: the ECAPA-TDNN that turns reference audio into the x-vector
+/// a cloned voice speaks with. Layer i of enc_channels / enc_kernel_sizes /
+/// enc_dilations is: 0 the stem TDNN, 1..n-2 the SE-Res2Net blocks, n-1 the
+/// multi-layer feature aggregation (over the blocks' outputs concatenated).
+struct Qwen3TtsSpeakerEncoderConfig {
+  std::uint32_t mel_dim = 128;
+  /// Width of the x-vector; the talker's hidden size (it fills a prompt row).
+  std::uint32_t enc_dim = 1024;
+  std::vector<std::uint32_t> enc_channels{512, 512, 512, 512, 1536};
+  std::vector<std::uint32_t> enc_kernel_sizes{5, 3, 3, 3, 1};
+  std::vector<std::uint32_t> enc_dilations{1, 2, 3, 4, 1};
+  std::uint32_t enc_attention_channels = 128;
+  std::uint32_t enc_res2net_scale = 8;
+  std::uint32_t enc_se_channels = 128;
+  /// The mel front end's rate (upstream's mel_spectrogram: n_fft 1024, hop
+  /// 256, Hann 1024, 128 Slaney mels over 0-12 kHz, ln with a 1e-5 floor).
+  std::uint32_t sample_rate = 24000;
+
+  /// SE-Res2Net blocks: enc_channels.size() - 2.
+  std::size_t num_blocks() const noexcept { return enc_channels.size() < 2 ? 0 : enc_channels.size() - 2; }
+
+  static Qwen3TtsSpeakerEncoderConfig from(const io::ConfigView& speaker_encoder_config);
+  /// izwi::invalid_argument naming the field when the shape cannot run.
+  void validate() const;
+};
+
 /// talker_config and the top-level token ids of config.json.
 struct Qwen3TtsConfig {
   /// "custom_voice", "voice_design" or "base" (tts_model_type).
@@ -92,6 +120,8 @@ struct Qwen3TtsConfig {
   std::map<std::string, TokenId, std::less<>> speakers;
   /// Speaker → dialect language name, for speakers that speak one (spk_is_dialect).
   std::map<std::string, std::string, std::less<>> speaker_dialects;
+  /// The speaker encoder (Base models: tts_model_type "base"); absent otherwise.
+  std::optional<Qwen3TtsSpeakerEncoderConfig> speaker_encoder;
 
   // Text-token ids (text vocabulary).
   TokenId im_start_id = 151644, im_end_id = 151645, assistant_id = 77091, newline_id = 198;

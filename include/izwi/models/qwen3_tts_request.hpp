@@ -41,8 +41,14 @@ std::size_t qwen3_tts_token_space(const Qwen3TtsConfig& config) noexcept;
 /// (trailing text, the predictor's sampling, the windows). The voice is the
 /// speaker's name; a stochastic request's seed salts its prefix-cache keys,
 /// so only requests that would generate the same frames share blocks.
+/// A cloned voice (r.speaker_embedding) becomes the request's AudioInput:
+/// features = the x-vector, placeholder_offset = its prompt row
+/// (Qwen3TtsPrompt::speaker_embedding_row), placeholder_length 1,
+/// content_hash = the x-vector's hash (no samples); the packed token of that
+/// row is (tts_pad, no codec half), and the executor adds `features` to it.
 /// Throws izwi::invalid_argument naming the field for an unknown language or
-/// speaker, text outside the vocabulary, max_frames 0, or empty text.
+/// speaker, text outside the vocabulary, max_frames 0, empty text, or a
+/// speaker embedding that is not talker-hidden finite floats.
 Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, Qwen3TtsStreaming streaming = {});
 
 }  // namespace izwi

@@ -23,11 +23,29 @@ std::string known_names(const Map& names) {
 
 }  // namespace detail
 
+inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
+                                                      detail::ThreadPool& pool) const {
+  if (!speaker_encoder_)
+    throw invalid_argument("reference_audio", "this model (" + description_ +
+                                                  ") has no speaker encoder: only Qwen3-TTS Base checkpoints "
+                                                  "clone a voice from reference audio");
+  return speaker_encoder_->embed(pcm, sample_rate, pool);
+}
+
+inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate) const {
+  detail::ThreadPool pool(1);  // the caller's thread alone
+  return speaker_embedding(pcm, sample_rate, pool);
+}
+
 inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
                                        std::string_view language, std::string_view speaker,
-                                       std::span<const TokenId> instruction, Qwen3TtsTextMode mode) {
+                                       std::span<const TokenId> instruction, Qwen3TtsTextMode mode,
+                                       bool speaker_embedding) {
   if (mode == Qwen3TtsTextMode::streaming && text.empty())
     throw invalid_argument("input", "the streaming text mode needs at least one text token");
+  if (speaker_embedding && !speaker.empty())
+    throw invalid_argument("voice", "a request speaks either a named speaker ('" + std::string(speaker) +
+                                        "') or a cloned voice's speaker embedding, not both");
   const std::string lang = detail::lower_case(language), spk = detail::lower_case(speaker);
   std::optional<TokenId> language_id;
   if (lang != "auto") {
@@ -58,6 +76,8 @@ inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const 
   if (language_id) codec = {c.codec_think_id, c.codec_think_bos_id, *language_id, c.codec_think_eos_id};
   else codec = {c.codec_nothink_id, c.codec_think_bos_id, c.codec_think_eos_id};
   if (speaker_id) codec.push_back(*speaker_id);
+  const std::size_t speaker_at = codec.size();  // the x-vector's row, counted in `codec`
+  if (speaker_embedding) codec.push_back(-1);
   codec.push_back(c.codec_pad_id);
 
   Qwen3TtsPrompt prompt;
@@ -69,6 +89,7 @@ inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const 
     rows.push_back({c.newline_id, -1});
   }
   for (TokenId t : {c.im_start_id, c.assistant_id, c.newline_id}) rows.push_back({t, -1});
+  if (speaker_embedding) prompt.speaker_embedding_row = rows.size() + speaker_at;
   for (std::size_t i = 0; i < codec.size(); ++i)
     rows.push_back({i + 1 < codec.size() ? c.tts_pad_id : c.tts_bos_id, codec[i]});
   if (mode == Qwen3TtsTextMode::streaming) {
@@ -125,13 +146,38 @@ inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, st
   compute_.text_rows(texts, text.data());
   x.assign(rows * h, 0.0f);
   std::size_t row = 0, next_text = 0;
-  for (const Active* a : active)
+  for (const Active* a : active) {
+    const std::size_t first = row;
     for (const Qwen3TtsPromptRow& r : a->prompt.rows) {
       float* out = x.data() + row++ * h;
       if (r.text >= 0) std::copy_n(text.data() + next_text++ * h, h, out);
       if (r.codec >= 0) compute_.add_codec_row(r.codec, out);
     }
+    // A cloned voice: the x-vector stands where a speaker's codec row would.
+    if (const auto at = a->prompt.speaker_embedding_row) {
+      float* out = x.data() + (first + *at) * h;
+      const std::vector<float>& e = a->request->speaker_embedding;
+      for (std::size_t i = 0; i < h; ++i) out[i] += e[i];
+    }
+  }
 }
+
+namespace detail {
+
+/// izwi::invalid_argument("speaker_embedding") unless `e` is empty or a
+/// finite vector of the talker's width.
+inline void check_qwen3_tts_speaker_embedding(const Qwen3TtsConfig& c, std::span<const float> e) {
+  if (e.empty()) return;
+  if (e.size() != c.talker.hidden_size)
+    throw invalid_argument("speaker_embedding", "the speaker embedding has " + std::to_string(e.size()) +
+                                                    " values; this model's x-vector has " +
+                                                    std::to_string(c.talker.hidden_size));
+  for (std::size_t i = 0; i < e.size(); ++i)
+    if (!std::isfinite(e[i]))
+      throw invalid_argument("speaker_embedding", "value " + std::to_string(i) + " of the speaker embedding is not finite");
+}
+
+}  // namespace detail
 
 }  // namespace izwi
 

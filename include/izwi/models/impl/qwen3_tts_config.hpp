@@ -92,6 +92,54 @@ inline void Qwen3TtsCodecConfig::validate() const {
                                               std::to_string(upsample_rates.size()) + " blocks)");
 }
 
+inline Qwen3TtsSpeakerEncoderConfig Qwen3TtsSpeakerEncoderConfig::from(const io::ConfigView& e) {
+  Qwen3TtsSpeakerEncoderConfig c;
+  c.mel_dim = e.optional<std::uint32_t>("mel_dim", c.mel_dim);
+  c.enc_dim = e.optional<std::uint32_t>("enc_dim", c.enc_dim);
+  c.enc_channels = e.optional<std::vector<std::uint32_t>>("enc_channels", c.enc_channels);
+  c.enc_kernel_sizes = e.optional<std::vector<std::uint32_t>>("enc_kernel_sizes", c.enc_kernel_sizes);
+  c.enc_dilations = e.optional<std::vector<std::uint32_t>>("enc_dilations", c.enc_dilations);
+  c.enc_attention_channels = e.optional<std::uint32_t>("enc_attention_channels", c.enc_attention_channels);
+  c.enc_res2net_scale = e.optional<std::uint32_t>("enc_res2net_scale", c.enc_res2net_scale);
+  c.enc_se_channels = e.optional<std::uint32_t>("enc_se_channels", c.enc_se_channels);
+  c.sample_rate = e.optional<std::uint32_t>("sample_rate", c.sample_rate);
+  c.validate();
+  return c;
+}
+
+inline void Qwen3TtsSpeakerEncoderConfig::validate() const {
+  auto fail = [](const char* field, const std::string& problem) {
+    throw invalid_argument(std::string("speaker_encoder_config.") + field,
+                           std::string("Qwen3-TTS speaker encoder: ") + field + " " + problem);
+  };
+  if (mel_dim == 0) fail("mel_dim", "must be positive");
+  if (enc_dim == 0) fail("enc_dim", "must be positive");
+  if (enc_attention_channels == 0) fail("enc_attention_channels", "must be positive");
+  if (enc_se_channels == 0) fail("enc_se_channels", "must be positive");
+  if (enc_res2net_scale < 2) fail("enc_res2net_scale", "must be at least 2");
+  if (sample_rate == 0) fail("sample_rate", "must be positive");
+  if (enc_channels.size() < 3) fail("enc_channels", "needs a stem, at least one block and the aggregation");
+  if (enc_kernel_sizes.size() != enc_channels.size() || enc_dilations.size() != enc_channels.size())
+    fail("enc_kernel_sizes", "and enc_dilations must have one entry per enc_channels entry");
+  std::uint64_t aggregated = 0;
+  for (std::size_t i = 0; i < enc_channels.size(); ++i) {
+    if (enc_channels[i] == 0 || enc_kernel_sizes[i] == 0 || enc_dilations[i] == 0)
+      fail("enc_channels", "entry " + std::to_string(i) + ": channels, kernel size and dilation must be positive");
+    if (enc_kernel_sizes[i] % 2 == 0)
+      fail("enc_kernel_sizes", "entry " + std::to_string(i) + " is even; 'same' padding needs odd kernels");
+    if (i == 0 || i + 1 == enc_channels.size()) continue;
+    // A block adds its input back, and Res2Net splits its channels into `scale` groups.
+    if (enc_channels[i] != enc_channels[i - 1])
+      fail("enc_channels", "entry " + std::to_string(i) + " must equal the entry before it (the block is residual)");
+    if (enc_channels[i] % enc_res2net_scale != 0)
+      fail("enc_channels", "entry " + std::to_string(i) + " is not a multiple of enc_res2net_scale");
+    aggregated += enc_channels[i];
+  }
+  if (aggregated != enc_channels.back())
+    fail("enc_channels", "last entry is " + std::to_string(enc_channels.back()) +
+                             " but the blocks' outputs concatenated are " + std::to_string(aggregated) + " wide");
+}
+
 namespace detail {
 
 inline std::string lower_case(std::string_view s) {
@@ -180,6 +228,12 @@ inline Qwen3TtsConfig Qwen3TtsConfig::from(const io::ConfigView& root) {
   if (const io::JsonValue* dialects = t.find("spk_is_dialect"); dialects && dialects->is_object())
     for (const auto& [name, value] : dialects->as_object())
       if (const auto dialect = io::json_string(value)) c.speaker_dialects[detail::lower_case(name)] = std::string(*dialect);
+  if (c.model_type == "base") {
+    if (!root.has("speaker_encoder_config"))
+      throw root.make_error("speaker_encoder_config", "is missing; a Base model (tts_model_type \"base\") "
+                                                      "clones voices through its speaker encoder");
+    c.speaker_encoder = Qwen3TtsSpeakerEncoderConfig::from(root.object("speaker_encoder_config"));
+  }
   c.validate();
   return c;
 }
@@ -238,6 +292,14 @@ inline void Qwen3TtsConfig::validate() const {
   text_id(tts_pad_id, "tts_pad_token_id");
   text_id(tts_bos_id, "tts_bos_token_id");
   text_id(tts_eos_id, "tts_eos_token_id");
+  if (speaker_encoder) {
+    speaker_encoder->validate();
+    if (speaker_encoder->enc_dim != talker.hidden_size)
+      throw invalid_argument("speaker_encoder_config.enc_dim",
+                             "Qwen3-TTS: the speaker encoder's enc_dim " + std::to_string(speaker_encoder->enc_dim) +
+                                 " must equal the talker's hidden_size " + std::to_string(talker.hidden_size) +
+                                 " (the x-vector fills a prompt row)");
+  }
 }
 
 }  // namespace izwi

@@ -112,9 +112,11 @@ inline std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qw
                                      " is outside the text vocabulary (" + std::to_string(c.text_vocab_size) + ")");
     if (r.sampling.max_frames == 0)
       throw invalid_argument("max_tokens", "request " + std::to_string(i) + ": max_frames must be at least 1");
+    detail::check_qwen3_tts_speaker_embedding(c, r.speaker_embedding);
     Active& a = states[i];
     a.request = &r, a.out = &results[i], a.id = i + 1;
-    a.prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens, r.text_mode);
+    a.prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens, r.text_mode,
+                                !r.speaker_embedding.empty());
     a.pending = a.prompt.rows.size();
     a.frame.assign(c.num_code_groups, 0);
     a.rng.reseed(r.sampling.seed);

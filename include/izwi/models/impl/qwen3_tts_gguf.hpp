@@ -174,6 +174,15 @@ inline Qwen3Tts Qwen3Tts::load_gguf(const std::filesystem::path& talker_gguf, co
     model.predictor_.layers.push_back(detail::gguf_qwen3_layer(m, "a.gen.code.blk." + std::to_string(l) + ".",
                                                                c.predictor, detail::predictor_gguf_names));
   model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(Qwen3TtsCodecDecoder::load_gguf(mmproj_gguf));
+  if (m.get<bool>("clip.has_audio_encoder", false)) {
+    model.speaker_encoder_ = std::make_shared<const Qwen3TtsSpeakerEncoder>(Qwen3TtsSpeakerEncoder::load_gguf(m));
+    if (model.speaker_encoder_->config().enc_dim != h)
+      throw io::format_error(m.name(), "mm.a.fc.weight",
+                             "the speaker encoder's x-vector is " +
+                                 std::to_string(model.speaker_encoder_->config().enc_dim) +
+                                 " wide but the talker's hidden size is " + std::to_string(h));
+    model.config_.speaker_encoder = model.speaker_encoder_->config();
+  }
   if (options.load_tokenizer)
     if (const auto beside = talker_gguf.parent_path() / "tokenizer.json"; std::filesystem::exists(beside))
       model.tokenizer_ = std::make_shared<const tokenizer::BpeTokenizer>(tokenizer::BpeTokenizer::from_file(beside));

@@ -115,6 +115,9 @@ inline Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOpt
   const detail::Qwen3TtsWeightReader reader(*directory);
   model.talker_ = detail::load_qwen3_tts_talker(reader, model.config_);
   model.predictor_ = detail::load_qwen3_tts_predictor(reader, model.config_);
+  if (model.config_.speaker_encoder)
+    model.speaker_encoder_ = std::make_shared<const Qwen3TtsSpeakerEncoder>(
+        Qwen3TtsSpeakerEncoder::load(*directory, *model.config_.speaker_encoder));
   model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(Qwen3TtsCodecDecoder::load(dir / "speech_tokenizer"));
   const Qwen3TtsCodecConfig& codec = model.codec_->config();
   if (codec.num_quantizers != model.config_.num_code_groups)

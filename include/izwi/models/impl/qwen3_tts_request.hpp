@@ -36,13 +36,26 @@ inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsReque
   if (r.sampling.max_frames == 0) throw invalid_argument("max_tokens", "max_frames must be at least 1");
   if (streaming.first_window_frames == 0 || streaming.window_frames == 0)
     throw invalid_argument("stream", "audio windows must hold at least one frame");
+  detail::check_qwen3_tts_speaker_embedding(c, r.speaker_embedding);
   const Qwen3TtsPrompt prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens,
-                                                 r.text_mode);
+                                                 r.text_mode, !r.speaker_embedding.empty());
   Request request;
   request.task = Task::tts;
   request.prompt_tokens.reserve(prompt.rows.size());
   for (const Qwen3TtsPromptRow& row : prompt.rows) request.prompt_tokens.push_back(qwen3_tts_pack_row(c, row));
   request.voice = detail::lower_case(r.speaker);
+  if (prompt.speaker_embedding_row) {
+    // The x-vector rides as the request's audio input: its row's packed token
+    // has no codec half and the executor adds `features` there; the hash of
+    // the x-vector keys the prefix cache, so only the same voice shares blocks.
+    auto voice = std::make_shared<AudioInput>();
+    voice->features = r.speaker_embedding;
+    voice->sample_rate = c.speaker_encoder ? c.speaker_encoder->sample_rate : 24000;
+    voice->placeholder_offset = static_cast<std::uint32_t>(*prompt.speaker_embedding_row);
+    voice->placeholder_length = 1;
+    voice->content_hash = audio_content_hash(r.speaker_embedding);
+    request.audio = std::move(voice);
+  }
 
   const Qwen3TtsSampling& s = r.sampling;
   SamplingParams& p = request.sampling;
