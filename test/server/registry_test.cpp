@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "izwi/io/gguf.hpp"
 #include "izwi/io/safetensors.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "models/random_qwen3.hpp"
@@ -330,10 +332,48 @@ TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama
     speech.speaker = "nobody";
     CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
     speech.speaker = "ryan";
+    // Cloning needs a speaker encoder: the directory (CustomVoice) has none;
+    // llama.cpp's mmproj always carries one (mtmd insists), so the pair can.
     speech.reference_audio = std::make_shared<const std::vector<float>>(24000, 0.1f);
-    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    if (path == dir) {
+      CHECK_FALSE(model->speech_voices()->cloning_unavailable.empty());
+      CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    } else {
+      CHECK(model->speech_voices()->cloning_unavailable.empty() == (model->qwen3_tts_model()->speaker_encoder() != nullptr));
+    }
     model->shutdown(std::chrono::steady_clock::now() + 1s);
     CHECK(model->status().num_kv_blocks_used == 0);
+  }
+  // A Base checkpoint clones the voice of reference audio (its speaker
+  // encoder's x-vector); it has no named speaker to fall back on.
+  const fs::path base = fs::current_path() / "loader-qwen3-tts-base";
+  fs::remove_all(base);
+  REQUIRE(std::system((std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + base.string() +
+                       " --shape small --model-type base --seed 2 --tokenizer " +
+                       testing::qwen3_tokenizer_json().string() + " > /dev/null")
+                          .c_str()) == 0);
+  {
+    auto model = load_cpu_model("tts-base", base, settings);
+    REQUIRE(model->speech_voices() != nullptr);
+    CHECK(model->speech_voices()->kind == "base");
+    CHECK(model->speech_voices()->cloning_unavailable.empty());
+    SpeechSynthesis speech;
+    speech.text = "Hello there.";
+    speech.seed = 4;
+    speech.max_frames = 3;
+    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);  // no voice to speak in
+    auto tone = std::make_shared<std::vector<float>>(48000);
+    for (std::size_t i = 0; i < tone->size(); ++i) (*tone)[i] = 0.3f * std::sin(0.07f * static_cast<float>(i));
+    speech.reference_audio = tone;
+    ResponseStream stream = model->submit(model->make_speech_request(speech));
+    std::size_t samples = 0, frames = 0;
+    while (auto chunk = stream.next()) {
+      samples += chunk->audio.size();
+      frames += chunk->token_ids.size();
+    }
+    CHECK(frames >= 2);
+    CHECK(samples == frames * 1920);
+    model->shutdown(std::chrono::steady_clock::now() + 1s);
   }
   // A talker GGUF whose mmproj is not beside it: refused, naming what is missing.
   fs::remove(pair / "talker-mmproj.gguf");

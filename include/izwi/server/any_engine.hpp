@@ -94,8 +94,9 @@ struct SpeechSynthesis {
   std::optional<std::int32_t> top_k;
   /// Most frames to generate; unset: the model's limit.
   std::optional<std::uint32_t> max_frames;
-  /// Voice cloning: the reference audio (mono, at SpeechVoices::sample_rate) and its transcript.
+  /// Voice cloning: the reference audio (mono, at reference_sample_rate) and its transcript.
   std::shared_ptr<const std::vector<float>> reference_audio;
+  std::uint32_t reference_sample_rate = 24000;
   std::string reference_text;
 };
 

@@ -5,7 +5,8 @@
 // decodes (izwi-audio-info: izwi's own decoder) to the length the frames
 // make, that streamed bytes equal whole ones for a seed, the SSE events'
 // shapes, that speed 2 halves the length, the errors, and that a client that
-// hangs up frees the engine.
+// hangs up frees the engine; and beside it a random Base model that speaks in
+// voices cloned from reference audio, inline or saved with /v1/audio/voices.
 import {after, before, describe, test} from "node:test";
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
@@ -16,9 +17,11 @@ import path from "node:path";
 import {MODEL_ID, loadOpenAI, parseSse, request, startServer, waitForIdleEngine} from "./harness.mjs";
 
 const TTS_DIR = process.env.IZWI_E2E_TTS;
+const TTS_BASE_DIR = process.env.IZWI_E2E_TTS_BASE;
 const AUDIO_INFO = process.env.IZWI_AUDIO_INFO;
-if (!TTS_DIR || !AUDIO_INFO) throw new Error("run through run.mjs --require-tts (IZWI_E2E_TTS unset)");
+if (!TTS_DIR || !TTS_BASE_DIR || !AUDIO_INFO) throw new Error("run through run.mjs --require-tts (IZWI_E2E_TTS unset)");
 const TTS_ID = path.basename(TTS_DIR);
+const TTS_BASE_ID = path.basename(TTS_BASE_DIR);
 const RATE = 24000;
 const SAMPLES_PER_FRAME = 1920;
 const FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"];
@@ -32,7 +35,7 @@ let server;
 let client;
 let workDir;
 before(async () => {
-  server = await startServer({args: ["--model", TTS_DIR], readyTimeoutMs: 180000});
+  server = await startServer({args: ["--model", TTS_DIR, "--model", TTS_BASE_DIR], readyTimeoutMs: 180000});
   client = new OpenAI({apiKey: "unused", baseURL: server.baseURL, maxRetries: 0, timeout: 300000});
   workDir = fs.mkdtempSync(path.join(os.tmpdir(), "izwi-speech-"));
 });
@@ -173,6 +176,70 @@ describe("/v1/audio/speech", () => {
   });
 });
 
+describe("voice cloning (Base model)", () => {
+  /// 16-bit mono WAV of `samples` (Int16Array) at 24 kHz.
+  function wav(samples) {
+    const h = Buffer.alloc(44);
+    h.write("RIFF", 0);
+    h.writeUInt32LE(36 + samples.byteLength, 4);
+    h.write("WAVEfmt ", 8);
+    h.writeUInt32LE(16, 16);
+    h.writeUInt16LE(1, 20);
+    h.writeUInt16LE(1, 22);
+    h.writeUInt32LE(RATE, 24);
+    h.writeUInt32LE(RATE * 2, 28);
+    h.writeUInt16LE(2, 32);
+    h.writeUInt16LE(16, 34);
+    h.write("data", 36);
+    h.writeUInt32LE(samples.byteLength, 40);
+    return Buffer.concat([h, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]);
+  }
+  const tone = new Int16Array(RATE * 2);
+  for (let i = 0; i < tone.length; ++i) tone[i] = Math.round(8000 * Math.sin(i * 0.05) + 3000 * Math.sin(i * 0.13));
+  const reference = wav(tone);
+  const cloned = {...BASE, model: TTS_BASE_ID, response_format: "pcm", max_tokens: 8};
+
+  test("reference_audio inline: the Base model speaks; a CustomVoice refuses naming the field", async () => {
+    const {voice, ...noVoice} = cloned;
+    const r = await client.audio.speech.create({...noVoice, reference_audio: reference.toString("base64"),
+                                                reference_text: "A tone."});
+    const pcm = Buffer.from(await r.arrayBuffer());
+    assert.ok(pcm.length > 0 && (pcm.length / 2) % SAMPLES_PER_FRAME === 0, `${pcm.length} bytes`);
+    await assert.rejects(client.audio.speech.create({...BASE, reference_audio: reference.toString("base64")}),
+                         (e) => e instanceof BadRequestError && e.param === "reference_audio" && /Base model/.test(e.message));
+    await assert.rejects(client.audio.speech.create({...cloned, voice: "alloy"}),
+                         (e) => e instanceof BadRequestError && e.param === "voice");
+  });
+
+  test("a saved voice: stored, listed, spoken in (seeded: the same as inline), deleted", async () => {
+    const boundary = "izwiE2eVoice";
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\ntone\r\n` +
+                  `--${boundary}\r\nContent-Disposition: form-data; name="reference_text"\r\n\r\nA tone.\r\n` +
+                  `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="tone.wav"\r\n\r\n`),
+      reference, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+    const saved = await request(server, {method: "POST", path: "/v1/audio/voices", body,
+                                         headers: {"content-type": `multipart/form-data; boundary=${boundary}`}});
+    assert.equal(saved.status, 200, saved.text);
+    const id = saved.json.id;
+    assert.match(id, /^voice_/);
+    assert.equal(saved.json.reference_text, "A tone.");
+    assert.ok(Math.abs(saved.json.duration - 2) < 0.01);
+    const listed = await request(server, {path: "/v1/audio/voices"});
+    assert.ok(listed.json.data.some((v) => v.id === id && v.type === "saved"));
+    const viaId = Buffer.from(await (await client.audio.speech.create({...cloned, voice: {id}})).arrayBuffer());
+    const {voice, ...noVoice} = cloned;
+    const inline = Buffer.from(await (await client.audio.speech.create(
+        {...noVoice, reference_audio: reference.toString("base64")})).arrayBuffer());
+    assert.ok(viaId.length > 0 && viaId.equals(inline), "a saved voice speaks as its recording inline");
+    await assert.rejects(client.audio.speech.create({...BASE, voice: {id}}),
+                         (e) => e instanceof BadRequestError && e.param === "voice");
+    assert.equal((await request(server, {method: "DELETE", path: `/v1/audio/voices/${id}`})).status, 200);
+    await assert.rejects(client.audio.speech.create({...cloned, voice: {id}}),
+                         (e) => e instanceof BadRequestError && e.param === "voice");
+  });
+});
+
 describe("errors", () => {
   async function rejects(extra, param, words) {
     await assert.rejects(client.audio.speech.create({...BASE, ...extra}), (e) => {
@@ -195,6 +262,8 @@ describe("errors", () => {
     await rejects({voice: {id: "voice_unknown"}}, "voice");
     await rejects({language: "klingon"}, "language");
     await rejects({reference_audio: Buffer.from("RIFF").toString("base64")}, "reference_audio", /Base model/);
+    await rejects({model: TTS_BASE_ID, reference_audio: Buffer.from("not audio").toString("base64")}, "reference_audio",
+                  /decode/);
     await rejects({max_tokens: 0}, "max_tokens");
   });
 

@@ -373,9 +373,11 @@ inline void Server::resolve_speech_voice(const openai::SpeechRequest& parsed, co
                                   field);
     if (saved) {
       s.reference_audio = saved->samples;
+      s.reference_sample_rate = saved->sample_rate;
       s.reference_text = saved->reference_text;
     } else {
       s.reference_audio = detail::decode_reference_audio(parsed.reference_audio, voices.sample_rate, field);
+      s.reference_sample_rate = voices.sample_rate;
       s.reference_text = parsed.reference_text;
     }
     return;
