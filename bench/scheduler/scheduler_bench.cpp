@@ -24,6 +24,7 @@
 
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/playback_deadline.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "scheduler/fixed_block_kv_cache.hpp"
 
@@ -119,5 +120,11 @@ BENCHMARK_TEMPLATE(BM_Schedule, izwi::FcfsScheduler, FixedCache)->UseManualTime(
 BENCHMARK_TEMPLATE(BM_Schedule, izwi::PriorityScheduler, FixedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
 BENCHMARK_TEMPLATE(BM_Schedule, izwi::FcfsScheduler, PagedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
 BENCHMARK_TEMPLATE(BM_Schedule, izwi::PriorityScheduler, PagedCache)->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
+// Playback deadline: the same requests (no audio), so the running set is
+// sorted by deadline every step and nobody sits out: the sort's cost.
+BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, FixedCache)
+    ->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
+BENCHMARK_TEMPLATE(BM_Schedule, izwi::PlaybackDeadlineScheduler, PagedCache)
+    ->UseManualTime()->Arg(1000)->Arg(10000)->Arg(100000);
 
 BENCHMARK_MAIN();

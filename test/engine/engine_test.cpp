@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/engine_fixture.hpp"
+#include "izwi/scheduler/playback_deadline.hpp"
 
 using namespace izwi;
 using namespace izwi::testing;
@@ -433,4 +434,38 @@ TEST_CASE("abort_all ends every unfinished request and frees its blocks", "[engi
   CHECK(engine.abort_all() == 0u);
   CHECK(engine.kv_cache().stats().num_used_blocks == 0);
   CHECK(engine.metrics().num_kv_blocks_used == 0);
+}
+
+TEST_CASE("the engine with PlaybackDeadlineScheduler hands each step's audio to the scheduler",
+          "[engine][audio][playback]") {
+  using DeadlineEngine = Engine<PlaybackDeadlineScheduler, ToyKV, ToyExecutor>;
+  ToyExecutor executor(ToyModelConfig{});
+  ToyKV kv(executor.kv_cache_shape(), {.num_blocks = 256});
+  DeadlineEngine engine(PlaybackDeadlineScheduler({.seed = 1}), std::move(kv), std::move(executor), EngineConfig{});
+  std::map<RequestId, std::size_t> samples;
+  std::vector<RequestId> speech;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    Request r = make_request(make_prompt(5 + i, i), 30);
+    r.task = Task::tts;
+    speech.push_back(engine.add_request(std::move(r)));
+  }
+  const RequestId text = engine.add_request(make_request(make_prompt(6, 9), 30));
+  std::map<RequestId, bool> finished;
+  for (int step = 0; step < 1000 && engine.has_unfinished_requests(); ++step) {
+    for (const StreamChunk& c : engine.step()) {
+      samples[c.id] += c.audio.size();
+      if (c.finished()) finished[c.id] = c.finish_reason == FinishReason::length;
+    }
+    // What the scheduler believes was delivered is what the streams received.
+    for (RequestId id : speech)
+      if (const SequenceState* s = engine.scheduler().find(id))
+        CHECK(s->playback.delivered_seconds == Approx(static_cast<double>(samples[id]) / 16000.0));
+  }
+  for (RequestId id : speech) {
+    CHECK(finished[id]);
+    CHECK(samples[id] == 30u * 160u);
+  }
+  CHECK(finished[text]);  // a request without audio is served too
+  CHECK(samples[text] == 0u);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
 }

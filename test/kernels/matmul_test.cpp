@@ -154,3 +154,42 @@ TEST_CASE("matmul_group: several weights over the same activations, into column 
     }
   });
 }
+
+TEST_CASE("matmul_batch_invariant: a row's result is bit-identical in any batch, and matches the reference",
+          "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool(3);
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+      const std::size_t k = dtype == DType::q8_0 ? 160 : 67, n = 37;
+      const auto w = kernel_test::make_weights(dtype, n, k, 11);
+      const auto x = kernel_test::random_floats(40 * k, 12);
+      // Row 0 of x alone, then the same values as row r of batches of every path's size.
+      std::vector<float> alone(n);
+      kernels.matmul_batch_invariant(x.data(), k, 1, w.matrix, alone.data(), n, pool);
+      for (std::size_t m : {2, 3, 5, 16, 17, 40}) {
+        std::vector<float> batch(x.begin() + static_cast<std::ptrdiff_t>(k), x.begin() + static_cast<std::ptrdiff_t>((m + 1) * k));
+        const std::size_t r = m / 2;
+        std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(k), batch.begin() + static_cast<std::ptrdiff_t>(r * k));
+        std::vector<float> y(m * n);
+        kernels.matmul_batch_invariant(batch.data(), k, m, w.matrix, y.data(), n, pool);
+        INFO(kernels.name << " dtype " << to_string(dtype) << " m " << m);
+        CHECK(std::equal(alone.begin(), alone.end(), y.begin() + static_cast<std::ptrdiff_t>(r * n)));
+        for (std::size_t j = 0; j < n; ++j) {
+          double ref = 0, mag = 0;
+          for (std::size_t l = 0; l < k; ++l) {
+            ref += double(x[l]) * double(w.values[j * k + l]);
+            mag += std::fabs(double(x[l]) * double(w.values[j * k + l]));
+          }
+          REQUIRE(std::fabs(double(alone[j]) - ref) <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+        }
+      }
+    }
+  });
+  // The public entry point is the active variant's.
+  const auto w = kernel_test::make_weights(DType::f32, 5, 64, 3);
+  const auto x = kernel_test::random_floats(3 * 64, 4);
+  std::vector<float> a(3 * 5), b(3 * 5);
+  kernels::cpu::matmul_batch_invariant(x.data(), 3, 64, w.matrix, a.data(), pool);
+  kernels::cpu::active_kernels().matmul_batch_invariant(x.data(), 64, 3, w.matrix, b.data(), 5, pool);
+  CHECK(a == b);
+}

@@ -14,6 +14,7 @@
 #include "izwi/scheduler/detail/token_budget_scheduler.hpp"
 #include "izwi/scheduler/detail/waiting_queues.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/playback_deadline.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "scheduler/scheduler_harness.hpp"
 
@@ -110,7 +111,7 @@ TEST_CASE("schedulers satisfy SchedulerFor the real caches", "[scheduler][concep
 }
 
 TEMPLATE_TEST_CASE("randomized against PagedKVCache: plans valid, cache invariants hold, every block returns",
-                   "[scheduler][property][paged]", FcfsScheduler, PriorityScheduler) {
+                   "[scheduler][property][paged]", FcfsScheduler, PriorityScheduler, izwi::PlaybackDeadlineScheduler) {
   for (std::uint64_t seed : {11u, 12u, 13u}) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
@@ -159,7 +160,7 @@ TEST_CASE("a prefix-cache hit counts as computed tokens", "[scheduler][paged]") 
 }
 
 TEMPLATE_TEST_CASE("against PagedKVCache, a preempted and resumed request yields the undisturbed tokens",
-                   "[scheduler][preemption][paged]", FcfsScheduler, PriorityScheduler) {
+                   "[scheduler][preemption][paged]", FcfsScheduler, PriorityScheduler, izwi::PlaybackDeadlineScheduler) {
   constexpr std::uint32_t out_len = 40;
   std::vector<izwi::TokenId> reference;
   {

@@ -8,6 +8,7 @@
 
 #include "izwi/concepts/scheduler.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "izwi/scheduler/playback_deadline.hpp"
 #include "izwi/scheduler/priority.hpp"
 #include "scheduler/fixed_block_kv_cache.hpp"
 #include "scheduler/scheduler_harness.hpp"
@@ -132,7 +133,7 @@ TEST_CASE("prefix-cache keys: root from salt and voice, audio from its content h
 }
 
 TEMPLATE_TEST_CASE("randomized: budget, max_num_seqs and the cache contract hold, every block returns",
-                   "[scheduler][property]", FcfsScheduler, PriorityScheduler) {
+                   "[scheduler][property]", FcfsScheduler, PriorityScheduler, izwi::PlaybackDeadlineScheduler) {
   for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
@@ -335,7 +336,7 @@ TEST_CASE("preemption: no admission in that step, the victim resumes ahead of la
 }
 
 TEMPLATE_TEST_CASE("a preempted and resumed request produces exactly the tokens of an undisturbed one",
-                   "[scheduler][preemption]", FcfsScheduler, PriorityScheduler) {
+                   "[scheduler][preemption]", FcfsScheduler, PriorityScheduler, izwi::PlaybackDeadlineScheduler) {
   constexpr std::uint32_t out_len = 40;
   // Undisturbed: alone, plenty of blocks.
   std::vector<izwi::TokenId> reference;

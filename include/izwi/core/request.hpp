@@ -84,9 +84,13 @@ struct SpeechConditioning {
   float sub_code_temperature = 0.9f;
   std::int32_t sub_code_top_k = 50;
   float sub_code_top_p = 1.0f;
-  /// Streaming: the first audio is decoded once this many frames exist, then
-  /// every `window_frames` frames, and whatever is left when the request ends.
-  /// Smaller windows reach the listener sooner; larger ones batch better.
+  /// Streaming: the first audio is decoded once this many frames exist; each
+  /// later window is twice the one before, up to `window_frames` (2, 4, 8,
+  /// 8, ... frames by default), and whatever is left is decoded when the
+  /// request ends. A short first window reaches the listener soon; doubling
+  /// keeps the buffer ahead of playback while the windows grow to the size
+  /// that batches well (with 2-then-8, a listener who starts at the first
+  /// window runs dry before the third unless a step takes under 20 ms).
   std::uint32_t first_window_frames = 2;
   std::uint32_t window_frames = 8;
 };

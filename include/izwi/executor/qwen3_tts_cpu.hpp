@@ -20,9 +20,11 @@
 //      repetition penalty, EOS held back until min_tokens frames);
 //   3. the 15 code-predictor passes, batched across all requests that spoke;
 //   4. the codec decoder, batched across the requests whose audio window is
-//      ready (SpeechConditioning: first_window_frames, then window_frames,
-//      and whatever is left when the request ends by EOS, max_tokens or the
-//      context limit), so audio leaves with the step's token.
+//      ready (SpeechConditioning: first_window_frames, then windows doubling
+//      up to window_frames, and whatever is left when the request ends by
+//      EOS, max_tokens or the context limit), so audio leaves with the
+//      step's token. Its matmuls are batch-invariant, so a request's samples
+//      are bit-identical whatever else is decoded with them.
 // The executor keeps, per request, the frames' codes (a recomputation after
 // preemption rebuilds the talker's rows from them), the codec decoder's
 // carried state and the streaming-text rows; release() drops them when the
@@ -94,7 +96,7 @@ class Qwen3TtsCpuExecutor {
     Qwen3TtsCodecState codec;
     std::vector<float> trailing_rows;  ///< text rows of SpeechConditioning::trailing_text, [n][hidden]
     SamplingParams sub_code_sampling;
-    std::uint32_t first_window = 2, window = 8;
+    std::uint32_t next_window = 2, window = 8;  ///< the next window's frames; the largest
   };
   /// What a sampling request produced this step, committed once the step has no failure left.
   struct Spoken {

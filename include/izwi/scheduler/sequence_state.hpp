@@ -14,6 +14,28 @@
 
 namespace izwi {
 
+/// What a listener of an audio-producing request has heard, as a scheduler
+/// models it (PlaybackDeadlineScheduler keeps it; the other policies leave it
+/// untouched). Playback starts when the first audio is delivered and runs at
+/// real time; when delivered audio runs out the listener stalls until more
+/// arrives (an underrun), then playback resumes.
+struct PlaybackState {
+  /// The time by which this request should next be served: when its
+  /// delivered audio runs out if playback has started, else its arrival plus
+  /// the scheduler's time-to-first-audio target. Fixed while the request
+  /// waits, so it can key a waiting queue.
+  TimePoint deadline{};
+  /// Playback started: some audio has been delivered.
+  bool started = false;
+  /// When the first audio was delivered.
+  TimePoint first_audio_at{};
+  /// Audio delivered so far, in seconds.
+  double delivered_seconds = 0.0;
+  /// Underruns so far: how often the listener ran dry, and for how long in all.
+  std::uint32_t num_underruns = 0;
+  double underrun_seconds = 0.0;
+};
+
 struct SequenceState {
   /// The request as added. Its prompt_tokens were moved into `tokens` (empty here).
   Request request;
@@ -34,6 +56,8 @@ struct SequenceState {
   std::uint64_t admission_order = 0;
   /// Times this request was preempted.
   std::uint32_t num_preemptions = 0;
+  /// The listener model of an audio-producing request (see PlaybackState).
+  PlaybackState playback;
 
   RequestId id() const noexcept { return request.id; }
   std::span<const TokenId> prompt_tokens() const noexcept {

@@ -39,8 +39,8 @@ inline Qwen3TtsCpuExecutor::Stream& Qwen3TtsCpuExecutor::stream_for(const Schedu
   s.sub_code_sampling.temperature = speech.sub_code_temperature;
   s.sub_code_sampling.top_k = speech.sub_code_top_k;
   s.sub_code_sampling.top_p = speech.sub_code_top_p;
-  s.first_window = std::max<std::uint32_t>(speech.first_window_frames, 1);
   s.window = std::max<std::uint32_t>(speech.window_frames, 1);
+  s.next_window = std::clamp<std::uint32_t>(speech.first_window_frames, 1, s.window);
   return s;
 }
 
@@ -178,8 +178,8 @@ inline void Qwen3TtsCpuExecutor::decode_audio(StepResult& result) {
   for (std::size_t i = 0; i < spoken_.size(); ++i) {
     Stream& s = *spoken_[i].stream;
     const std::size_t frames = s.codes.size() / groups, pending = frames - s.frames_decoded;
-    const std::size_t due = s.frames_decoded == 0 ? s.first_window : s.window;
-    if (pending == 0 || (pending < due && !spoken_[i].ends)) continue;
+    if (pending == 0 || (pending < s.next_window && !spoken_[i].ends)) continue;
+    s.next_window = std::min(2 * s.next_window, s.window);
     pcm_[i].clear();
     window_of[i] = windows_.size();
     windows_.push_back({&s.codec, std::span(s.codes).subspan(s.frames_decoded * groups), &pcm_[i]});

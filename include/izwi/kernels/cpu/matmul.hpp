@@ -79,6 +79,16 @@ inline void matmul(const float* x, std::size_t m, std::size_t k, const WeightMat
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept;
 
+/// matmul() whose every row of y is bit-identical whatever the other rows of
+/// x and whatever m: each element is one sum over k in a fixed order (the
+/// GEMM path for every m). matmul() instead picks GEMV, batched GEMV or GEMM
+/// by m, and they add in different orders, so the last bits of a row depend
+/// on the batch it is in. For computations whose output must not depend on
+/// what shares the batch (Qwen3-TTS's codec decoder); slower than matmul()
+/// for m <= gemv_max_rows.
+inline void matmul_batch_invariant(const float* x, std::size_t m, std::size_t k, const WeightMatrix& w, float* y,
+                                   ThreadPool& pool) noexcept;
+
 /// One product of a matmul_group: y = x · weightᵀ, rows of y ldy floats apart
 /// (ldy >= weight->rows).
 struct MatmulOutput {

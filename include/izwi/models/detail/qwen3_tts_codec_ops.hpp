@@ -2,7 +2,8 @@
 // The codec decoder's layers over a time-major batch of streams: each stream
 // owns a run of rows, and each layer that looks back in time reads the rows
 // before a stream's first from that stream's carried context. Plain loops
-// around the executor's matmul; the matmuls carry almost all the work.
+// around the batch-invariant matmul (a stream's samples do not depend on the
+// other streams of the batch); the matmuls carry almost all the work.
 
 #include <algorithm>
 #include <cmath>
@@ -75,7 +76,7 @@ inline void causal_conv(const Qwen3TtsConv& conv, const float* x, const RowRuns&
     }
     source = columns.data();
   }
-  kernels::cpu::matmul(source, rows, width, conv.weight, out, pool);
+  kernels::cpu::matmul_batch_invariant(source, rows, width, conv.weight, out, pool);
   add_bias(out, rows, conv.out, conv.bias);
   for (std::size_t s = 0; s < runs.streams(); ++s)
     slide_context(*contexts[s], x + runs.begin[s] * in, runs.rows(s), in);
@@ -113,7 +114,7 @@ inline void transposed_conv(const Qwen3TtsTransposedConv& conv, const float* x, 
                             std::vector<float>& sums, float* out, ThreadPool& pool) {
   const std::size_t k = conv.kernel, stride = conv.stride, channels = conv.out, ov = conv.overlap_rows();
   products.resize(runs.rows() * channels * k);
-  kernels::cpu::matmul(x, runs.rows(), conv.in, conv.weight, products.data(), pool);
+  kernels::cpu::matmul_batch_invariant(x, runs.rows(), conv.in, conv.weight, products.data(), pool);
   for (std::size_t s = 0; s < runs.streams(); ++s) {
     const std::size_t n = runs.rows(s);
     if (n == 0) continue;

@@ -101,8 +101,8 @@ class Qwen3TtsCodecPass {
         }
       }
     std::vector<float> x(rows * c_.codebook_dim), projected(rows * c_.codebook_dim);
-    kernels::cpu::matmul(first.data(), rows, half, w_.first_output_proj, x.data(), pool_);
-    kernels::cpu::matmul(rest.data(), rows, half, w_.rest_output_proj, projected.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(first.data(), rows, half, w_.first_output_proj, x.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(rest.data(), rows, half, w_.rest_output_proj, projected.data(), pool_);
     kernels::cpu::add_inplace(x.data(), projected.data(), x.size());
     return x;
   }
@@ -137,10 +137,10 @@ class Qwen3TtsCodecPass {
     const auto ctx = contexts();
     qwen3_tts_codec::depthwise_causal_conv(s.dwconv_weight, s.dwconv_bias, d, 7, x.data(), runs, ctx, h.data(), pool_);
     whisper_cpu::layer_norm(h.data(), rows, d, s.norm_weight.data(), s.norm_bias.data(), 1e-6f, h.data(), pool_);
-    kernels::cpu::matmul(h.data(), rows, d, s.pwconv1, wide.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, d, s.pwconv1, wide.data(), pool_);
     qwen3_tts_codec::add_bias(wide.data(), rows, 4 * d, s.pwconv1_bias);
     whisper_cpu::gelu(wide.data(), wide.size(), pool_);
-    kernels::cpu::matmul(wide.data(), rows, 4 * d, s.pwconv2, h.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(wide.data(), rows, 4 * d, s.pwconv2, h.data(), pool_);
     qwen3_tts_codec::add_bias(h.data(), rows, d, s.pwconv2_bias);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < d; ++i) x[r * d + i] += s.gamma[i] * h[r * d + i];
@@ -181,30 +181,30 @@ inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
       positions_.push_back(streams_[s].state->frames + static_cast<std::int64_t>(t));
   std::vector<float> x(rows * hidden), h(rows * hidden), q(rows * q_dim), k(rows * kv_dim), v(rows * kv_dim),
       attn(rows * q_dim), gate(rows * ffn), up(rows * ffn);
-  kernels::cpu::matmul(latent.data(), rows, c_.latent_dim, w_.input_proj, x.data(), pool_);
+  kernels::cpu::matmul_batch_invariant(latent.data(), rows, c_.latent_dim, w_.input_proj, x.data(), pool_);
   qwen3_tts_codec::add_bias(x.data(), rows, hidden, w_.input_proj_bias);
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const Qwen3TtsCodecLayerWeights& w = w_.layers[l];
     kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w.attn_norm.data(), eps, h.data(), hidden);
-    kernels::cpu::matmul(h.data(), rows, hidden, w.q_proj, q.data(), pool_);
-    kernels::cpu::matmul(h.data(), rows, hidden, w.k_proj, k.data(), pool_);
-    kernels::cpu::matmul(h.data(), rows, hidden, w.v_proj, v.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.q_proj, q.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.k_proj, k.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.v_proj, v.data(), pool_);
     qwen3_tts_codec::rotate(q.data(), rows, c_.num_heads, c_.head_dim, positions_, c_.rope_theta);
     qwen3_tts_codec::rotate(k.data(), rows, c_.num_kv_heads, c_.head_dim, positions_, c_.rope_theta);
     attention(l, q.data(), k.data(), v.data(), attn.data());
-    kernels::cpu::matmul(attn.data(), rows, q_dim, w.o_proj, h.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(attn.data(), rows, q_dim, w.o_proj, h.data(), pool_);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < hidden; ++i) x[r * hidden + i] += w.attn_scale[i] * h[r * hidden + i];
     kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w.mlp_norm.data(), eps, h.data(), hidden);
-    kernels::cpu::matmul(h.data(), rows, hidden, w.gate_proj, gate.data(), pool_);
-    kernels::cpu::matmul(h.data(), rows, hidden, w.up_proj, up.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.gate_proj, gate.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.up_proj, up.data(), pool_);
     kernels::cpu::silu_mul(gate.data(), up.data(), gate.data(), gate.size());
-    kernels::cpu::matmul(gate.data(), rows, ffn, w.down_proj, h.data(), pool_);
+    kernels::cpu::matmul_batch_invariant(gate.data(), rows, ffn, w.down_proj, h.data(), pool_);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < hidden; ++i) x[r * hidden + i] += w.mlp_scale[i] * h[r * hidden + i];
   }
   kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w_.final_norm.data(), eps, h.data(), hidden);
-  kernels::cpu::matmul(h.data(), rows, hidden, w_.output_proj, latent.data(), pool_);
+  kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w_.output_proj, latent.data(), pool_);
   qwen3_tts_codec::add_bias(latent.data(), rows, c_.latent_dim, w_.output_proj_bias);
 }
 

@@ -1,21 +1,25 @@
 #pragma once
-// TokenBudgetScheduler: the one scheduling loop behind FcfsScheduler and
-// PriorityScheduler (DESIGN §3, after vLLM v1). The two differ only in the
-// order of the waiting queue and in the victim rule; both are template
-// parameters (see waiting_queues.hpp and victim_rules.hpp for what they need).
+// TokenBudgetScheduler: the one scheduling loop behind FcfsScheduler,
+// PriorityScheduler and PlaybackDeadlineScheduler (DESIGN §3, after vLLM v1).
+// They differ only in the order of the waiting queue, in the victim rule and
+// in the step order (which running requests get the budget, in what order);
+// all three are template parameters (see waiting_queues.hpp, victim_rules.hpp
+// and step_orders.hpp for what they need).
 //
 // Each step has one token budget (max_num_batched_tokens) and no separate
 // prefill and decode phases. schedule(kv):
 //  1. Reads the cache's AdmissionAdvice when the cache is pressure-aware, and
 //     preempts victims until the running set fits the advised cap.
-//  2. Running requests, in admission order: each gets the tokens it lacks
+//  2. Running requests, in the StepOrder's order (admission order for FCFS
+//     and priority): each gets the tokens it lacks
 //     (tokens.size() - num_computed_tokens), capped by the remaining budget and
 //     long_prefill_token_threshold. Paused requests and requests with nothing
 //     to compute are skipped. If the cache cannot extend a request's blocks, a
 //     victim (VictimRule) is preempted — its blocks freed, its computed tokens
 //     forgotten, itself put back in the waiting queue under its original key —
 //     and the allocation retried; if the victim is the request itself, no
-//     further running request is scheduled this step.
+//     further running request is scheduled this step. Requests the step
+//     order lets sit out are served only if steps 2 and 3 schedule nothing.
 //  3. Only if nothing was preempted this step and the advice admits new
 //     requests: waiting requests in queue order, while the running set is below
 //     min(max_num_seqs, advice.max_num_seqs) and budget remains. A prefix-cache
@@ -43,17 +47,19 @@
 #include "izwi/core/random.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/core/step.hpp"
+#include "izwi/scheduler/detail/step_orders.hpp"
 #include "izwi/scheduler/scheduler_config.hpp"
 #include "izwi/scheduler/sequence_state.hpp"
 
 namespace izwi::detail {
 
-template <class WaitingQueue, class VictimRule>
+template <class WaitingQueue, class VictimRule, class StepOrder = AdmissionStepOrder>
 class TokenBudgetScheduler {
  public:
   using policy_category = scheduler_tag;
   using waiting_queue_type = WaitingQueue;
   using victim_rule_type = VictimRule;
+  using step_order_type = StepOrder;
 
   /// Throws izwi::invalid_argument if the configuration is out of range.
   explicit TokenBudgetScheduler(SchedulerConfig config = {});
@@ -108,6 +114,9 @@ class TokenBudgetScheduler {
   std::span<SequenceState* const> running() const noexcept { return running_; }
   const StepPlan& last_plan() const noexcept { return plan_; }
   const SchedulerConfig& config() const noexcept { return config_; }
+  /// The step order (for policies whose order holds state, e.g. a clock).
+  StepOrder& step_order() noexcept { return step_order_; }
+  const StepOrder& step_order() const noexcept { return step_order_; }
 
  private:
   struct Decision {
@@ -124,11 +133,11 @@ class TokenBudgetScheduler {
   bool can_never_fit(const SequenceState& s) const noexcept;
   void fail_waiting_head(SequenceState& s);
   template <class KV>
-  void schedule_running(KV& kv, std::size_t chunk_cap);
+  void schedule_running(KV& kv, std::size_t chunk_cap, std::size_t begin, std::size_t end);
   template <class KV>
   void admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap);
   template <class KV>
-  bool allocate_or_preempt(std::size_t& running_index, std::size_t num_new, KV& kv, bool& stop_running);
+  bool allocate_or_preempt(SequenceState& s, std::size_t num_new, KV& kv, bool& stop_running);
   template <class KV>
   void build_plan(KV& kv);
   void drop_decision(const SequenceState& s) noexcept;
@@ -153,6 +162,9 @@ class TokenBudgetScheduler {
   /// plan_.sequences' states, nulled when a request finishes before update().
   std::vector<SequenceState*> planned_states_;
   [[no_unique_address]] VictimRule victim_rule_;
+  [[no_unique_address]] StepOrder step_order_;
+  /// This step's running requests in the step order's order (see step_orders.hpp).
+  std::vector<SequenceState*> serve_;
 };
 
 }  // namespace izwi::detail

@@ -17,14 +17,15 @@ inline std::uint64_t random_device_seed() {
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }
 
-template <class Q, class V>
-TokenBudgetScheduler<Q, V>::TokenBudgetScheduler(SchedulerConfig config)
+template <class Q, class V, class O>
+TokenBudgetScheduler<Q, V, O>::TokenBudgetScheduler(SchedulerConfig config)
     : config_((config.validate(), std::move(config))),
       seed_source_(config_.seed ? *config_.seed : random_device_seed()),
-      waiting_(config_) {}
+      waiting_(config_),
+      step_order_(config_) {}
 
-template <class Q, class V>
-void TokenBudgetScheduler<Q, V>::add(Request&& request) {
+template <class Q, class V, class O>
+void TokenBudgetScheduler<Q, V, O>::add(Request&& request) {
   if (request.id == 0) throw invalid_argument("id", "request id must be non-zero (0 asks the engine to assign one)");
   if (states_.contains(request.id))
     throw invalid_argument("id", "request id " + std::to_string(request.id) + " is already in use");
@@ -54,9 +55,9 @@ void TokenBudgetScheduler<Q, V>::add(Request&& request) {
   ++num_waiting_;
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
-AdmissionAdvice TokenBudgetScheduler<Q, V>::advice_of(KV& kv) {
+AdmissionAdvice TokenBudgetScheduler<Q, V, O>::advice_of(KV& kv) {
   if constexpr (PressureAwareKVCache<KV>) {
     return kv.admission_advice();
   } else {
@@ -65,10 +66,10 @@ AdmissionAdvice TokenBudgetScheduler<Q, V>::advice_of(KV& kv) {
   }
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
   requires KVCachePolicy<KV>
-const StepPlan& TokenBudgetScheduler<Q, V>::schedule(KV& kv) {
+const StepPlan& TokenBudgetScheduler<Q, V, O>::schedule(KV& kv) {
   plan_.clear();
   decisions_.clear();
   planned_states_.clear();
@@ -84,77 +85,87 @@ const StepPlan& TokenBudgetScheduler<Q, V>::schedule(KV& kv) {
   const std::size_t chunk_cap = config_.enable_chunked_prefill && config_.long_prefill_token_threshold > 0
                                     ? config_.long_prefill_token_threshold
                                     : static_cast<std::size_t>(-1);
-  schedule_running(kv, chunk_cap);
+  const std::size_t num_first = step_order_.arrange(running_, serve_);
+  schedule_running(kv, chunk_cap, 0, num_first);
   // Then waiting requests, unless this step preempted or the cache says no.
   if (!preempted_this_step_ && advice.admit_new_requests) admit_waiting(kv, max_running, chunk_cap);
+  // Requests the step order let sit out, only if the step would otherwise be empty.
+  if (decisions_.empty() && !preempted_this_step_) schedule_running(kv, chunk_cap, num_first, serve_.size());
+  serve_.clear();
   build_plan(kv);
   return plan_;
 }
 
-/// Running requests first, in admission order: each gets the tokens it lacks,
-/// within the budget and the long-prefill cap, preempting victims for blocks.
-template <class Q, class V>
+/// Running requests first, serve_[begin, end) in the step order's order: each
+/// gets the tokens it lacks, within the budget and the long-prefill cap,
+/// preempting victims for blocks.
+template <class Q, class V, class O>
 template <class KV>
-void TokenBudgetScheduler<Q, V>::schedule_running(KV& kv, std::size_t chunk_cap) {
-  std::size_t i = 0;
-  while (i < running_.size() && budget_ > 0) {
-    SequenceState& s = *running_[i];
+void TokenBudgetScheduler<Q, V, O>::schedule_running(KV& kv, std::size_t chunk_cap, std::size_t begin,
+                                                     std::size_t end) {
+  for (std::size_t k = begin; k < end && budget_ > 0; ++k) {
+    SequenceState& s = *serve_[k];
+    if (s.status != RequestStatus::running) continue;  // preempted earlier in this step
     const std::size_t lacking = s.tokens.size() - s.num_computed_tokens;
-    if (s.paused || lacking == 0) {
-      ++i;
-      continue;
-    }
+    if (s.paused || lacking == 0) continue;
     const std::size_t num_new = std::min({lacking, budget_, chunk_cap});
     bool stop_running = false;
-    if (!allocate_or_preempt(i, num_new, kv, stop_running)) {
+    if (!allocate_or_preempt(s, num_new, kv, stop_running)) {
       if (stop_running) break;
-      continue;  // running_[i] is now the next request
+      continue;
     }
     decisions_.push_back({&s, num_new});
     budget_ -= num_new;
-    ++i;
   }
 }
 
-/// Blocks for running_[i]'s next num_new tokens, preempting victims until they
-/// fit. False when running_[i] did not get them: it could never fit (failed),
-/// or it was the victim itself (preempted; stop_running is set, since every
-/// request after it was admitted later still).
-template <class Q, class V>
+/// Blocks for s's next num_new tokens, preempting victims until they fit.
+/// False when s did not get them: it could never fit (failed: s is gone), or
+/// it was the victim itself (preempted; stop_running is set, since every
+/// request served after it ranks below it still).
+template <class Q, class V, class O>
 template <class KV>
-bool TokenBudgetScheduler<Q, V>::allocate_or_preempt(std::size_t& i, std::size_t num_new, KV& kv,
-                                                     bool& stop_running) {
-  SequenceState& s = *running_[i];
+bool TokenBudgetScheduler<Q, V, O>::allocate_or_preempt(SequenceState& s, std::size_t num_new, KV& kv,
+                                                        bool& stop_running) {
   while (!kv.allocate_slots(s.view(), s.num_computed_tokens, num_new, PrefixHit{})) {
     if (can_never_fit(s)) {
-      fail(i, kv);
+      fail(static_cast<std::size_t>(std::find(running_.begin(), running_.end(), &s) - running_.begin()), kv);
       return false;
     }
     const std::size_t victim = victim_rule_(running_);
-    if (running_[victim] == &s) {
-      preempt(victim, kv);
+    const bool victim_is_self = running_[victim] == &s;
+    preempt(victim, kv);  // gives back the victim's tokens if it was scheduled
+    if (victim_is_self) {
       stop_running = true;
       return false;
     }
-    preempt(victim, kv);  // gives back the victim's tokens if it was scheduled
-    if (victim < i) --i;
   }
   return true;
 }
 
 /// Waiting requests in queue order while budget and seats last; a prefix-cache
-/// hit counts as computed. Head-of-line: a head that does not fit stops admission.
-template <class Q, class V>
+/// hit counts as computed. Head-of-line: a head that does not fit stops
+/// admission. With every seat taken, the step order may name a running
+/// request to give its seat to the head (preempted like any victim).
+template <class Q, class V, class O>
 template <class KV>
-void TokenBudgetScheduler<Q, V>::admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap) {
+void TokenBudgetScheduler<Q, V, O>::admit_waiting(KV& kv, std::size_t max_running, std::size_t chunk_cap) {
   const bool chunked = config_.enable_chunked_prefill;
-  while (budget_ > 0 && running_.size() < max_running) {
+  while (budget_ > 0) {
     SequenceState* head = waiting_.front();
     if (head == nullptr) break;
     SequenceState& s = *head;
+    // Every seat taken: stop, unless the step order gives the head a seat.
+    const bool full = running_.size() >= max_running;
+    const std::size_t seat = full ? step_order_.seat_for(running_, s) : running_.size();
+    if (full && seat >= running_.size()) break;
     if (can_never_fit(s)) {
       fail_waiting_head(s);
       continue;
+    }
+    if (full) {
+      preempt(seat, kv);
+      if (waiting_.front() != &s) break;  // the step order's victim must rank after the head
     }
     const PrefixHit hit = s.num_computed_tokens == 0 ? kv.find_cached_prefix(s.view()) : PrefixHit{};
     const std::size_t computed = std::max(hit.num_tokens, s.num_computed_tokens);
@@ -179,9 +190,9 @@ void TokenBudgetScheduler<Q, V>::admit_waiting(KV& kv, std::size_t max_running, 
   }
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
-void TokenBudgetScheduler<Q, V>::build_plan(KV& kv) {
+void TokenBudgetScheduler<Q, V, O>::build_plan(KV& kv) {
   const std::size_t block_size = block_size_;
   for (const Decision& d : decisions_) {
     SequenceState& s = *d.state;
@@ -218,10 +229,10 @@ void TokenBudgetScheduler<Q, V>::build_plan(KV& kv) {
   }
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
   requires KVCachePolicy<KV>
-void TokenBudgetScheduler<Q, V>::update(const StepResult& result, [[maybe_unused]] KV& kv) {
+void TokenBudgetScheduler<Q, V, O>::update(const StepResult& result, [[maybe_unused]] KV& kv) {
   const std::size_t n = planned_states_.size();
   for (std::size_t i = 0; i < n; ++i)
     if (SequenceState* s = planned_states_[i]) s->num_computed_tokens += plan_.sequences[i].num_tokens;
@@ -233,16 +244,18 @@ void TokenBudgetScheduler<Q, V>::update(const StepResult& result, [[maybe_unused
     while (at < n && plan_.sequences[at].id != out.id) ++at;
     if (at == n) continue;  // not in the last plan: ignore
     cursor = at + 1;
-    if (SequenceState* s = planned_states_[at]; s != nullptr && plan_.sequences[at].samples)
+    if (SequenceState* s = planned_states_[at]; s != nullptr && plan_.sequences[at].samples) {
       s->tokens.push_back(out.token);
+      step_order_.observe(*s, out, result);
+    }
   }
   planned_states_.clear();  // a second update() for the same plan changes nothing
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
   requires KVCachePolicy<KV>
-bool TokenBudgetScheduler<Q, V>::finish(RequestId id, [[maybe_unused]] FinishReason reason, KV& kv) {
+bool TokenBudgetScheduler<Q, V, O>::finish(RequestId id, [[maybe_unused]] FinishReason reason, KV& kv) {
   const auto it = states_.find(id);
   if (it == states_.end()) return false;
   SequenceState& s = *it->second;
@@ -259,8 +272,8 @@ bool TokenBudgetScheduler<Q, V>::finish(RequestId id, [[maybe_unused]] FinishRea
   return true;
 }
 
-template <class Q, class V>
-void TokenBudgetScheduler<Q, V>::set_paused(RequestId id, bool paused) {
+template <class Q, class V, class O>
+void TokenBudgetScheduler<Q, V, O>::set_paused(RequestId id, bool paused) {
   const auto it = states_.find(id);
   if (it == states_.end()) return;
   SequenceState& s = *it->second;
@@ -276,15 +289,15 @@ void TokenBudgetScheduler<Q, V>::set_paused(RequestId id, bool paused) {
   s.paused = paused;
 }
 
-template <class Q, class V>
-const SequenceState* TokenBudgetScheduler<Q, V>::find(RequestId id) const noexcept {
+template <class Q, class V, class O>
+const SequenceState* TokenBudgetScheduler<Q, V, O>::find(RequestId id) const noexcept {
   const auto it = states_.find(id);
   return it == states_.end() ? nullptr : it->second.get();
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
-void TokenBudgetScheduler<Q, V>::preempt(std::size_t running_index, KV& kv) {
+void TokenBudgetScheduler<Q, V, O>::preempt(std::size_t running_index, KV& kv) {
   SequenceState& s = *running_[running_index];
   kv.free(s.id());
   drop_decision(s);
@@ -299,9 +312,9 @@ void TokenBudgetScheduler<Q, V>::preempt(std::size_t running_index, KV& kv) {
   preempted_this_step_ = true;
 }
 
-template <class Q, class V>
+template <class Q, class V, class O>
 template <class KV>
-void TokenBudgetScheduler<Q, V>::fail(std::size_t running_index, KV& kv) {
+void TokenBudgetScheduler<Q, V, O>::fail(std::size_t running_index, KV& kv) {
   SequenceState& s = *running_[running_index];
   const RequestId id = s.id();
   kv.free(id);
@@ -311,8 +324,8 @@ void TokenBudgetScheduler<Q, V>::fail(std::size_t running_index, KV& kv) {
   states_.erase(id);
 }
 
-template <class Q, class V>
-void TokenBudgetScheduler<Q, V>::fail_waiting_head(SequenceState& s) {
+template <class Q, class V, class O>
+void TokenBudgetScheduler<Q, V, O>::fail_waiting_head(SequenceState& s) {
   const RequestId id = s.id();
   waiting_.pop_front();
   --num_waiting_;
@@ -320,14 +333,14 @@ void TokenBudgetScheduler<Q, V>::fail_waiting_head(SequenceState& s) {
   states_.erase(id);
 }
 
-template <class Q, class V>
-bool TokenBudgetScheduler<Q, V>::can_never_fit(const SequenceState& s) const noexcept {
+template <class Q, class V, class O>
+bool TokenBudgetScheduler<Q, V, O>::can_never_fit(const SequenceState& s) const noexcept {
   const std::size_t blocks_needed = (s.tokens.size() + block_size_ - 1) / block_size_;
   return blocks_needed > total_blocks_;
 }
 
-template <class Q, class V>
-void TokenBudgetScheduler<Q, V>::drop_decision(const SequenceState& s) noexcept {
+template <class Q, class V, class O>
+void TokenBudgetScheduler<Q, V, O>::drop_decision(const SequenceState& s) noexcept {
   for (auto it = decisions_.begin(); it != decisions_.end(); ++it) {
     if (it->state == &s) {
       budget_ += it->num_tokens;

@@ -622,4 +622,14 @@ inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightM
   matmul_group<Arch>(x, ldx, m, &out, 1, pool);
 }
 
+/// The GEMM for every m: its micro-kernel sums each output element over k in
+/// one order, from one packed row, whatever the other rows.
+template <class Arch>
+inline void matmul_batch_invariant(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y,
+                                   std::size_t ldy, ThreadPool& pool) noexcept {
+  if (m == 0) return;
+  const MatmulOutput out{&w, y, ldy};
+  gemm<Arch>(x, ldx, m, &out, 1, pool);
+}
+
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -23,6 +23,14 @@ inline void matmul(const float* x, std::size_t m, std::size_t k, const WeightMat
   matmul(x, w.cols, m, w, y, w.rows, pool);
 }
 
+inline void matmul_batch_invariant(const float* x, std::size_t m, std::size_t k, const WeightMatrix& w, float* y,
+                                   ThreadPool& pool) noexcept {
+  assert(k == w.cols);
+  assert(w.dtype != DType::q8_0 || w.cols % q8_0_block_values == 0);
+  (void)k;
+  active_kernels().matmul_batch_invariant(x, w.cols, m, w, y, w.rows, pool);
+}
+
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::span<const MatmulOutput> outputs,
                          ThreadPool& pool) noexcept {
   assert(outputs.size() <= matmul_group_max);
