@@ -15,10 +15,13 @@ endif()
 # FFmpeg's libavformat/libavcodec/libavutil decode the upload containers
 # libsndfile has no reader for (MP4/M4A, WebM, AAC) and encode AAC; they are
 # required like the others (Debian: libavformat-dev libavcodec-dev).
+# Rubber Band (librubberband-dev) time-stretches /v1/audio/speech's output
+# for `speed` while keeping the pitch, in its streaming (real-time) mode.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   foreach(pair "sndfile;sndfile" "soxr;soxr" "fftw3f;fftw3f" "fftw3;fftw3"
-               "avformat;libavformat" "avcodec;libavcodec" "avutil;libavutil")
+               "avformat;libavformat" "avcodec;libavcodec" "avutil;libavutil"
+               "rubberband;rubberband")
     list(GET pair 0 name)
     list(GET pair 1 module)
     if(NOT TARGET izwi::${name})
@@ -29,7 +32,7 @@ if(PkgConfig_FOUND)
     endif()
   endforeach()
 endif()
-foreach(name sndfile soxr fftw3f fftw3 avformat avcodec avutil)
+foreach(name sndfile soxr fftw3f fftw3 avformat avcodec avutil rubberband)
   if(NOT TARGET izwi::${name})
     # Missing audio libraries only matter to users of izwi::audio; they get a
     # link error naming the library rather than a failed configure.

@@ -22,6 +22,9 @@ packages=(
   # libsndfile cannot read (MP4/M4A, WebM/Matroska, ADTS AAC, MPEG-PS) and the
   # AAC encoder for /v1/audio/speech's response_format aac
   libavformat-dev libavcodec-dev libavutil-dev
+  # speech (issue 13): /v1/audio/speech's `speed` time-stretches the audio
+  # with Rubber Band (streaming/real-time mode), which keeps the pitch
+  librubberband-dev
   # tokenizer (issue 3): NFC normalization and Unicode letter/number classes
   # for the Qwen2 split pattern come from ICU rather than tables of our own
   libicu-dev

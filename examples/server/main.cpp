@@ -30,11 +30,14 @@ namespace {
 constexpr const char* usage_intro = R"(usage: izwi-server --model PATH [--model PATH ...] [--models-dir DIR] [options]
 
 An OpenAI-compatible server (/v1/chat/completions, /v1/completions,
-/v1/audio/transcriptions, /v1/audio/translations, /v1/models, /health,
-/metrics, /v1/admin/models) for Qwen3 checkpoints (Hugging Face directories
-with config.json, *.safetensors, tokenizer.json, or .gguf files) and Whisper
-checkpoints (Hugging Face openai/whisper-* directories, or whisper.cpp's ggml
-.bin files). Several --model flags serve several models at once.
+/v1/audio/speech, /v1/audio/voices, /v1/audio/transcriptions,
+/v1/audio/translations, /v1/models, /health, /metrics, /v1/admin/models) for
+Qwen3 checkpoints (Hugging Face directories with config.json,
+*.safetensors, tokenizer.json, or .gguf files), Qwen3-TTS checkpoints
+(Hugging Face Qwen/Qwen3-TTS-12Hz-* directories, or llama.cpp's GGUF pair:
+the talker .gguf with its *mmproj*.gguf beside it) and Whisper checkpoints
+(Hugging Face openai/whisper-* directories, or whisper.cpp's ggml .bin
+files). Several --model flags serve several models at once.
 )";
 
 namespace po = boost::program_options;
@@ -249,11 +252,11 @@ Options parse_args(int argc, char** argv) {
 /// the server cannot guess. The README's main job (scripts/run-demo.sh)
 /// generates a random-weight demo checkpoint and passes it as --model.
 std::optional<std::filesystem::path> default_model_when_none_given() {
-  std::fputs("izwi-server: no model to serve: give --model PATH (a Hugging Face Qwen3 or Whisper directory, a\n"
+  std::fputs("izwi-server: no model to serve: give --model PATH (a Hugging Face Qwen3, Qwen3-TTS or Whisper directory, a\n"
              ".gguf file or a whisper.cpp ggml .bin file; repeat it to serve several) and/or --models-dir DIR.\n"
              "Example:\n"
              "  izwi-server --model ./Qwen3-0.6B --model ./ggml-base.en.bin --port 8000\n"
-             "scripts/run-demo.sh serves a generated random-weight Qwen3 and Whisper when given no --model.\n"
+             "scripts/run-demo.sh serves a generated random-weight Qwen3, Qwen3-TTS and Whisper when given no --model.\n"
              "(izwi-server --help lists the options)\n",
              stderr);
   return std::nullopt;

@@ -4,6 +4,7 @@
 // one token per byte and an optional delay per engine step, so a test can
 // hold a stream open long enough to hang up in the middle of it.
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <memory>
@@ -46,6 +47,12 @@ struct FakeEngineOptions {
   std::optional<TokenId> nan_token;
   /// ModelInfo::max_token_bytes (0: unknown).
   std::size_t max_token_bytes = 0;
+  /// Task::tts in `tasks`: the speech model it claims to be. Each generated
+  /// token is one frame of 1920 samples at 24 kHz whose level is token/1000.
+  server::SpeechVoices speech{{"vivian", "ryan"}, {"english", "chinese"}, "custom_voice",
+                              "voice cloning needs a Base model; this one is 'custom_voice'", 24000};
+  /// Frames a speech request generates when it names no max_tokens.
+  std::uint32_t speech_frames = 12;
 };
 
 class FakeEngine final : public server::AnyEngine {
@@ -57,6 +64,8 @@ class FakeEngine final : public server::AnyEngine {
     model.max_model_len = options.max_model_len;
     model.throw_token = options.throw_token;
     model.nan_token = options.nan_token;
+    model.audio_samples_per_token = 1920;
+    model.audio_sample_rate = options.speech.sample_rate;
     SlowToyExecutor executor(model, options.step_delay);
     ToyKV kv(executor.kv_cache_shape(), {.num_blocks = options.num_blocks});
     SchedulerConfig scheduler;
@@ -71,6 +80,8 @@ class FakeEngine final : public server::AnyEngine {
     info_.max_model_len = options.max_model_len;
     info_.max_token_bytes = options.max_token_bytes;
     info_.description = "toy model";
+    speech_ = options.speech;
+    speech_frames_ = options.speech_frames;
     engine_->run();
   }
   ~FakeEngine() override { shutdown(std::chrono::steady_clock::now()); }
@@ -105,6 +116,24 @@ class FakeEngine final : public server::AnyEngine {
   }
   std::string token_bytes(TokenId id) const override { return std::string(1, static_cast<char>('a' + id % 26)); }
   std::size_t vocab_size() const noexcept override { return 1000; }
+  const server::SpeechVoices* speech_voices() const noexcept override { return serves(Task::tts) ? &speech_ : nullptr; }
+  /// One prompt token per byte of the text, the speaker's name and the
+  /// instructions; max_frames (or speech_frames) frames. Unknown speakers,
+  /// languages and cloning are refused as a real model refuses them.
+  Request make_speech_request(const server::SpeechSynthesis& s) const override {
+    if (s.reference_audio) throw invalid_argument("reference_audio", speech_.cloning_unavailable);
+    if (s.language != "auto" &&
+        std::find(speech_.languages.begin(), speech_.languages.end(), s.language) == speech_.languages.end())
+      throw invalid_argument("language", "unknown language '" + s.language + "'");
+    Request r;
+    r.task = Task::tts;
+    r.prompt_tokens = encode_as_text(s.speaker + "|" + s.instructions + "|" + s.text);
+    r.voice = s.speaker;
+    r.sampling.seed = s.seed;
+    r.sampling.max_tokens = s.max_frames.value_or(speech_frames_);
+    r.sampling.min_tokens = *r.sampling.max_tokens;
+    return r;
+  }
   ResponseStream submit(Request request) override {
     std::shared_lock lock(submit_mutex_);  // as EngineModel: never queued after shutdown looked
     if (draining_) throw unavailable("model '" + info_.id + "' is shutting down");
@@ -136,6 +165,8 @@ class FakeEngine final : public server::AnyEngine {
  private:
   std::unique_ptr<EngineType> engine_;
   server::ModelInfo info_;
+  server::SpeechVoices speech_;
+  std::uint32_t speech_frames_ = 12;
   std::atomic<bool> draining_{false};
   std::shared_mutex submit_mutex_;
   std::mutex mutex_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "izwi/io/gguf.hpp"
 #include "izwi/io/safetensors.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "models/random_qwen3.hpp"
@@ -276,6 +278,112 @@ TEST_CASE("the CPU loader serves a random-weight Qwen3 checkpoint", "[server][lo
     CHECK(model->status().draining);
     CHECK_THROWS_AS(model->submit(Request{}), izwi::unavailable);
   }
+}
+
+TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama.cpp's GGUF pair",
+          "[server][loader][speech]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+#if !defined(IZWI_MAKE_RANDOM_QWEN3_TTS) || !defined(IZWI_QWEN3_TTS_TO_GGUF)
+  WARN("SKIPPED: izwi-make-random-qwen3-tts or izwi-qwen3-tts-to-gguf is not built");
+#else
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::current_path() / "loader-qwen3-tts";
+  const fs::path pair = fs::current_path() / "loader-qwen3-tts-gguf";
+  fs::remove_all(dir);
+  fs::remove_all(pair);
+  fs::create_directories(pair);
+  REQUIRE(std::system((std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + dir.string() +
+                       " --shape small --seed 2 --tokenizer " + testing::qwen3_tokenizer_json().string() +
+                       " > /dev/null")
+                          .c_str()) == 0);
+  REQUIRE(std::system((std::string(IZWI_QWEN3_TTS_TO_GGUF) + " " + dir.string() + " --talker " +
+                       (pair / "talker.gguf").string() + " --mmproj " + (pair / "talker-mmproj.gguf").string() +
+                       " > /dev/null")
+                          .c_str()) == 0);
+  fs::copy_file(dir / "tokenizer.json", pair / "tokenizer.json");
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  settings.kv_cache_bytes = 64u << 20;
+  for (const fs::path& path : {dir, pair / "talker.gguf"}) {
+    INFO(path);
+    auto model = load_cpu_model("tts", path, settings);
+    CHECK(model->serves(Task::tts));
+    CHECK_FALSE(model->serves(Task::chat));
+    CHECK(model->info().untrained);
+    CHECK(model->qwen3_tts_model() != nullptr);
+    REQUIRE(model->speech_voices() != nullptr);
+    CHECK(model->speech_voices()->speakers == std::vector<std::string>{"eric", "ryan", "vivian"});
+    CHECK(model->speech_voices()->kind == "custom_voice");
+    CHECK(model->speech_voices()->sample_rate == 24000u);
+    SpeechSynthesis speech;
+    speech.text = "Hello there.";
+    speech.speaker = "ryan";
+    speech.seed = 4;
+    speech.max_frames = 4;
+    ResponseStream stream = model->submit(model->make_speech_request(speech));
+    std::size_t samples = 0, frames = 0;
+    while (auto chunk = stream.next()) {
+      samples += chunk->audio.size();
+      frames += chunk->token_ids.size();
+      if (!chunk->audio.empty()) CHECK(chunk->audio_sample_rate == 24000u);
+    }
+    CHECK(samples == frames * 1920);
+    CHECK(frames >= 2);
+    speech.speaker = "nobody";
+    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    speech.speaker = "ryan";
+    // Cloning needs a speaker encoder: the directory (CustomVoice) has none;
+    // llama.cpp's mmproj always carries one (mtmd insists), so the pair can.
+    speech.reference_audio = std::make_shared<const std::vector<float>>(24000, 0.1f);
+    if (path == dir) {
+      CHECK_FALSE(model->speech_voices()->cloning_unavailable.empty());
+      CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);
+    } else {
+      CHECK(model->speech_voices()->cloning_unavailable.empty() == (model->qwen3_tts_model()->speaker_encoder() != nullptr));
+    }
+    model->shutdown(std::chrono::steady_clock::now() + 1s);
+    CHECK(model->status().num_kv_blocks_used == 0);
+  }
+  // A Base checkpoint clones the voice of reference audio (its speaker
+  // encoder's x-vector); it has no named speaker to fall back on.
+  const fs::path base = fs::current_path() / "loader-qwen3-tts-base";
+  fs::remove_all(base);
+  REQUIRE(std::system((std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + base.string() +
+                       " --shape small --model-type base --seed 2 --tokenizer " +
+                       testing::qwen3_tokenizer_json().string() + " > /dev/null")
+                          .c_str()) == 0);
+  {
+    auto model = load_cpu_model("tts-base", base, settings);
+    REQUIRE(model->speech_voices() != nullptr);
+    CHECK(model->speech_voices()->kind == "base");
+    CHECK(model->speech_voices()->cloning_unavailable.empty());
+    SpeechSynthesis speech;
+    speech.text = "Hello there.";
+    speech.seed = 4;
+    speech.max_frames = 3;
+    CHECK_THROWS_AS(model->make_speech_request(speech), izwi::invalid_argument);  // no voice to speak in
+    auto tone = std::make_shared<std::vector<float>>(48000);
+    for (std::size_t i = 0; i < tone->size(); ++i) (*tone)[i] = 0.3f * std::sin(0.07f * static_cast<float>(i));
+    speech.reference_audio = tone;
+    ResponseStream stream = model->submit(model->make_speech_request(speech));
+    std::size_t samples = 0, frames = 0;
+    while (auto chunk = stream.next()) {
+      samples += chunk->audio.size();
+      frames += chunk->token_ids.size();
+    }
+    CHECK(frames >= 2);
+    CHECK(samples == frames * 1920);
+    model->shutdown(std::chrono::steady_clock::now() + 1s);
+  }
+  // A talker GGUF whose mmproj is not beside it: refused, naming what is missing.
+  fs::remove(pair / "talker-mmproj.gguf");
+  try {
+    load_cpu_model("tts", pair / "talker.gguf", settings);
+    FAIL("a talker without its mmproj loaded");
+  } catch (const izwi::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("mmproj") != std::string::npos);
+  }
+#endif
 }
 
 TEST_CASE("the CPU loader names what it cannot serve", "[server][loader]") {

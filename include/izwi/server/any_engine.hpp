@@ -10,10 +10,13 @@
 //
 // EngineModel<E> adapts an engine E (with a detokenizing executor whose
 // model has a tokenizer: CpuExecutor<Qwen3>, or WhisperCpuExecutor, whose
-// model it also hands out as whisper_model()) and runs E's loop on its own
+// model it also hands out as whisper_model(), or a Qwen3-TTS executor, whose
+// model it hands out as qwen3_tts_model() and whose speech requests it
+// builds: see izwi/server/qwen3_tts_speech.hpp) and runs E's loop on its own
 // thread for the handle's lifetime.
 
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +37,7 @@
 
 namespace izwi {
 class Whisper;
+class Qwen3Tts;
 }
 
 namespace izwi::server {
@@ -62,6 +66,41 @@ struct ModelInfo {
   /// Where its engine runs: "cpu", or "opencl:P:D (platform / device (driver ...))"
   /// (izwi-server --device); /v1/models says it.
   std::string device = "cpu";
+};
+
+/// What a speech-synthesis model offers /v1/audio/speech and /v1/audio/voices.
+struct SpeechVoices {
+  /// Its named speakers (lower case; CustomVoice models), in the model's order.
+  std::vector<std::string> speakers;
+  /// Languages it takes, lower case ("english"); "auto" (detect) is always accepted too.
+  std::vector<std::string> languages;
+  /// "custom_voice", "voice_design" or "base" (Qwen3-TTS's tts_model_type).
+  std::string kind;
+  /// Why this model cannot clone a voice from reference audio; empty when it can.
+  std::string cloning_unavailable;
+  /// The rate of the audio its requests produce.
+  std::uint32_t sample_rate = 24000;
+};
+
+/// One speech request as the server hands it to the model, checked against
+/// SpeechVoices (the voice resolved to one of its speakers).
+struct SpeechSynthesis {
+  std::string text;
+  /// One of SpeechVoices::speakers, or empty (no named speaker).
+  std::string speaker;
+  /// VoiceDesign's voice description or a CustomVoice style instruction; empty: none.
+  std::string instructions;
+  std::string language = "auto";
+  std::uint64_t seed = 0;
+  /// Unset: the model's defaults.
+  std::optional<float> temperature;
+  std::optional<std::int32_t> top_k;
+  /// Most frames to generate; unset: the model's limit.
+  std::optional<std::uint32_t> max_frames;
+  /// Voice cloning: the reference audio (mono, at reference_sample_rate) and its transcript.
+  std::shared_ptr<const std::vector<float>> reference_audio;
+  std::uint32_t reference_sample_rate = 24000;
+  std::string reference_text;
 };
 
 /// A consistent view of one engine's load, for admin views and tests.
@@ -109,6 +148,21 @@ class AnyEngine {
   /// nullptr for other models.
   virtual const Whisper* whisper_model() const noexcept { return nullptr; }
 
+  // --- speech synthesis ---
+  /// The Qwen3-TTS model behind a speech engine (its config, tokenizer,
+  /// codec); nullptr for other models.
+  virtual const Qwen3Tts* qwen3_tts_model() const noexcept { return nullptr; }
+  /// What a speech model offers; nullptr for models that do not speak.
+  virtual const SpeechVoices* speech_voices() const noexcept { return nullptr; }
+  /// The engine request that speaks `synthesis` (Task::tts; its stream's
+  /// chunks carry audio). Throws izwi::invalid_argument naming the field
+  /// (an unknown speaker or language, text the model cannot read, cloning a
+  /// model cannot do); the default refuses every request.
+  virtual Request make_speech_request(const SpeechSynthesis& synthesis) const {
+    (void)synthesis;
+    throw invalid_argument("model", "model '" + info().id + "' does not synthesize speech");
+  }
+
   // --- serving ---
   /// Queues a request; its chunks arrive on the returned stream (see
   /// ResponseStream::on_ready for event-loop consumers). Throws
@@ -142,6 +196,9 @@ class EngineModel final : public AnyEngine {
   std::string token_bytes(TokenId id) const override;
   std::size_t vocab_size() const noexcept override;
   const Whisper* whisper_model() const noexcept override;
+  const Qwen3Tts* qwen3_tts_model() const noexcept override;
+  const SpeechVoices* speech_voices() const noexcept override;
+  Request make_speech_request(const SpeechSynthesis& synthesis) const override;
   ResponseStream submit(Request request) override;
   std::string metrics_text() const override;
   EngineStatus status() const override;
@@ -152,6 +209,7 @@ class EngineModel final : public AnyEngine {
  private:
   std::unique_ptr<Engine> engine_;
   ModelInfo info_;
+  std::optional<SpeechVoices> speech_voices_;  // speech models: read from the model once
   std::atomic<bool> draining_{false};
   // Submits hold it shared; shutdown takes it exclusively to start draining,
   // so a request is either refused or queued before shutdown looks for

@@ -16,7 +16,9 @@
 //   GET  /v1/models, /v1/models/{id}
 //   POST /v1/audio/transcriptions, /v1/audio/translations (Whisper models:
 //        multipart upload, json/text/srt/vtt/verbose_json or SSE)
-//   POST /v1/audio/speech                            (answers which model is missing)
+//   POST /v1/audio/speech                            (speech models: the whole file,
+//        chunked audio or speech.audio.* events; see speech_api.hpp)
+//   GET, POST /v1/audio/voices, DELETE /v1/audio/voices/{id}  (voices; saved voices)
 //   GET  /health, /livez, /readyz, /metrics          (no API key needed)
 //   GET  /v1/admin/models, /v1/admin/models/{id}  (admin key: admin_api_keys)
 //   POST /v1/admin/models/{id}/load, /v1/admin/models/{id}/unload
@@ -59,12 +61,14 @@
 #include "izwi/server/http/session.hpp"
 #include "izwi/models/silero_vad.hpp"
 #include "izwi/server/model_registry.hpp"
+#include "izwi/server/speech_api.hpp"
 
 namespace izwi::server {
 
 namespace detail {
 struct PreparedGeneration;
 struct PreparedTranscription;
+struct PreparedSpeech;
 }
 
 struct ServerConfig {
@@ -212,6 +216,13 @@ class Server final : private http::SessionHost {
   void transcribe(HandlerContext& ctx, Task task);
   detail::PreparedTranscription prepare_transcription(const std::string& content_type, const std::string& body,
                                                       Task task);
+  void speech(HandlerContext& ctx);
+  detail::PreparedSpeech prepare_speech(const std::string& body);
+  void resolve_speech_voice(const openai::SpeechRequest& parsed, const SpeechVoices& voices, const std::string& model,
+                            SpeechSynthesis& synthesis) const;
+  void list_voices(HandlerContext& ctx);
+  void create_voice(HandlerContext& ctx);
+  void delete_voice(HandlerContext& ctx);
 
   std::shared_ptr<AnyEngine> resolve_model(const std::string& name, Task task) const;
   std::string loaded_model_names(Task task) const;
@@ -228,6 +239,7 @@ class Server final : private http::SessionHost {
   http::HttpMetrics metrics_;
   http::Router<Handler> router_;
   std::optional<models::SileroVad> vad_;  // config_.vad_model, loaded once
+  openai::VoiceStore voice_store_;         // POST /v1/audio/voices (in memory)
   std::unordered_map<std::string, RouteAccess> route_access_;  // "METHOD pattern" -> access
 
   std::atomic<bool> draining_{false};

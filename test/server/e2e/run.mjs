@@ -2,7 +2,8 @@
 //
 //   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
 //                [--promtool=BIN] [--require-promtool]
-//                [--make-whisper=BIN --fixtures=DIR --require-whisper] [--require-opencl] TEST.mjs...
+//                [--make-whisper=BIN --fixtures=DIR --require-whisper] [--require-opencl]
+//                [--make-tts=BIN --audio-info=BIN --require-tts] TEST.mjs...
 //
 // (--key=value: CMake passes an empty value where a target is not built.)
 //
@@ -129,9 +130,49 @@ if (opts.requireWhisper !== undefined) {
   }
 }
 
+// The Qwen3-TTS checkpoint (speech suite): izwi-make-random-qwen3-tts's small
+// shape with the real Qwen3 tokenizer; the directory's name is the model id.
+let tts = "";
+let ttsBase = "";
+if (opts.requireTts !== undefined) {
+  if (!opts.makeTts || !fs.existsSync(opts.makeTts))
+    skip(`izwi-make-random-qwen3-tts (${opts.makeTts || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
+  if (!opts.audioInfo || !fs.existsSync(opts.audioInfo))
+    skip(`izwi-audio-info (${opts.audioInfo || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
+  // A CustomVoice (named speakers) and a Base (voice cloning: a speaker encoder).
+  const makeTts = (name, ttsArgs) => {
+    const dir = path.join(opts.work, name);
+    const stamp = path.join(dir, "izwi-e2e-args.json");
+    const want = JSON.stringify(ttsArgs);
+    const have = fs.existsSync(stamp) ? fs.readFileSync(stamp, "utf8") : null;
+    if (have === want && fs.existsSync(path.join(dir, "model.safetensors"))) return dir;
+    fs.mkdirSync(opts.work, {recursive: true});
+    const tmp = fs.mkdtempSync(path.join(opts.work, ".qwen3-tts-"));
+    const t = spawnSync(opts.makeTts, ["--out", tmp, "--tokenizer", tokenizer, ...ttsArgs],
+                        {stdio: ["ignore", "ignore", "inherit"]});
+    if (t.status !== 0) {
+      console.error(`izwi-make-random-qwen3-tts failed (exit ${t.status})`);
+      process.exit(1);
+    }
+    fs.writeFileSync(path.join(tmp, "izwi-e2e-args.json"), want);
+    fs.chmodSync(tmp, 0o755);
+    fs.rmSync(dir, {recursive: true, force: true});
+    try {
+      fs.renameSync(tmp, dir);
+    } catch (e) {
+      fs.rmSync(tmp, {recursive: true, force: true});
+      if (!fs.existsSync(path.join(dir, "model.safetensors"))) throw e;
+    }
+    return dir;
+  };
+  tts = makeTts("izwi-e2e-qwen3-tts", ["--shape", "small", "--seed", "3"]);
+  ttsBase = makeTts("izwi-e2e-qwen3-tts-base", ["--shape", "small", "--model-type", "base", "--seed", "4"]);
+}
+
 const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...files], {
   stdio: "inherit",
   env: {...process.env, IZWI_SERVER: opts.server, IZWI_E2E_MODEL: model, IZWI_NODE_MODULES: opts.nodeModules,
-        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper},
+        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper, IZWI_E2E_TTS: tts, IZWI_E2E_TTS_BASE: ttsBase,
+        IZWI_AUDIO_INFO: opts.audioInfo ?? ""},
 });
 process.exit(r.status ?? 1);

@@ -8,6 +8,8 @@
 //   izwi_http_connections_open                             gauge
 //   izwi_http_connections_rejected_total                   counter (over --max-connections)
 //   izwi_http_handler_exceptions_total                     counter (caught on I/O threads)
+//   izwi_http_speech_time_to_first_audio_seconds           histogram (streamed /v1/audio/speech:
+//                                                          request header to first audio byte queued)
 //
 // "route" is the route's pattern ("/v1/models/{id}"), never the raw path, and
 // "method" one of the methods of RFC 9110 (others count as "OTHER"), so a
@@ -48,6 +50,8 @@ class HttpMetrics {
   void connection_closed() noexcept { connections_.fetch_sub(1, std::memory_order_relaxed); }
   void connection_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
   void handler_exception() noexcept { exceptions_.fetch_add(1, std::memory_order_relaxed); }
+  /// A streamed speech answer's first audio went out `seconds` after its request arrived.
+  void observe_time_to_first_audio(double seconds);
   std::uint64_t handler_exceptions() const noexcept { return exceptions_.load(std::memory_order_relaxed); }
 
   std::int64_t requests_in_progress() const noexcept { return in_progress_.load(std::memory_order_relaxed); }
@@ -67,6 +71,7 @@ class HttpMetrics {
   mutable std::mutex mutex_;
   std::map<std::tuple<std::string, std::string, unsigned>, std::uint64_t, std::less<>> requests_;
   std::map<std::pair<std::string, std::string>, Latency, std::less<>> latency_;
+  Latency first_audio_;
   std::atomic<std::int64_t> in_progress_{0};
   std::atomic<std::int64_t> connections_{0};
   std::atomic<std::uint64_t> rejected_{0};

@@ -26,12 +26,34 @@ concept HasTokenBytes = requires(const Tokenizer& t, TokenId id) { t.token_bytes
 template <class Model>
 concept IsWhisperModel = std::is_same_v<std::remove_cvref_t<Model>, Whisper>;
 
+template <class Model>
+concept IsQwen3TtsModel = std::is_same_v<std::remove_cvref_t<Model>, Qwen3Tts>;
+
+/// vocab_size() of the model, or of its tokenizer for models without one (Qwen3-TTS).
+template <class Model>
+std::size_t model_vocab_size(const Model& model) noexcept {
+  if constexpr (requires { model.vocab_size(); }) {
+    return model.vocab_size();
+  } else {
+    const auto* tokenizer = model.tokenizer();
+    return tokenizer ? tokenizer->vocab_size() : 0;
+  }
+}
+
 }  // namespace detail
 
 template <class Engine>
 EngineModel<Engine>::EngineModel(std::unique_ptr<Engine> engine, ModelInfo info)
     : engine_(std::move(engine)), info_(std::move(info)) {
   if (info_.created == 0) info_.created = static_cast<std::int64_t>(std::time(nullptr));
+  const auto& model = engine_->executor().model();
+  // Found by argument-dependent lookup in izwi/server/qwen3_tts_speech.hpp,
+  // which the code instantiating this must include (the stock loader does).
+  if constexpr (detail::IsQwen3TtsModel<decltype(model)>) {
+    SpeechVoices voices;
+    describe_speech(model, voices);
+    speech_voices_ = std::move(voices);
+  }
   engine_->run();
 }
 
@@ -97,8 +119,32 @@ const Whisper* EngineModel<Engine>::whisper_model() const noexcept {
 }
 
 template <class Engine>
+const Qwen3Tts* EngineModel<Engine>::qwen3_tts_model() const noexcept {
+  const auto& model = engine_->executor().model();
+  if constexpr (detail::IsQwen3TtsModel<decltype(model)>)
+    return &model;
+  else
+    return nullptr;
+}
+
+template <class Engine>
+const SpeechVoices* EngineModel<Engine>::speech_voices() const noexcept {
+  return speech_voices_ ? &*speech_voices_ : nullptr;
+}
+
+template <class Engine>
+Request EngineModel<Engine>::make_speech_request(const SpeechSynthesis& synthesis) const {
+  const auto& model = engine_->executor().model();
+  if constexpr (detail::IsQwen3TtsModel<decltype(model)>) {
+    return qwen3_tts_speech_request(model, synthesis);
+  } else {
+    return AnyEngine::make_speech_request(synthesis);
+  }
+}
+
+template <class Engine>
 std::size_t EngineModel<Engine>::vocab_size() const noexcept {
-  return engine_->executor().model().vocab_size();
+  return detail::model_vocab_size(engine_->executor().model());
 }
 
 template <class Engine>

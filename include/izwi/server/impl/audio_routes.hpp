@@ -7,7 +7,8 @@
 // chunk of its stream goes back to the transcriber — and answers in the
 // requested format, or as transcript.text.* events. A client that goes away
 // closes every stream the job holds, which aborts the engine requests.
-// /v1/audio/speech answers which model is missing until a TTS family is served.
+// /v1/audio/speech lives in speech_routes.hpp; while no speech model is
+// loaded it answers which model is missing (audio_unavailable).
 // Part of the Server bodies; included by impl/server.hpp.
 
 #include <algorithm>

@@ -20,8 +20,10 @@
 #include "izwi/scheduler/priority.hpp"
 #include "izwi/stock_engines.hpp"
 #include "izwi/executor/whisper_cpu.hpp"
+#include "izwi/executor/qwen3_tts_cpu.hpp"
 #include "izwi/models/whisper.hpp"
 #include "izwi/server/detail/served_engine.hpp"
+#include "izwi/server/qwen3_tts_speech.hpp"
 #if defined(IZWI_WITH_OPENCL)
 #include "izwi/server/detail/opencl_loader.hpp"
 #endif
@@ -30,14 +32,44 @@ namespace izwi::server {
 
 namespace detail {
 
-/// "qwen3" or "whisper" from config.json's model_type, the GGUF's
+/// "qwen3", "whisper" or "qwen3_tts" from config.json (model_type, or
+/// architectures for Qwen3TTSForConditionalGeneration), the GGUF's
 /// general.architecture, or a ggml-whisper file's magic; also whether the
-/// checkpoint says it has random weights (izwi's own izwi-make-random-qwen3
-/// and izwi-make-random-whisper mark them so).
+/// checkpoint says it has random weights (izwi's own izwi-make-random-qwen3,
+/// izwi-make-random-whisper and izwi-make-random-qwen3-tts mark them so).
 struct CheckpointKind {
   std::string architecture;
   bool untrained = false;
+  /// llama.cpp's Qwen3-TTS GGUF pair: the mmproj beside the talker.
+  std::filesystem::path mmproj;
 };
+
+/// config.json names Qwen3-TTS: architectures holds
+/// Qwen3TTSForConditionalGeneration, or model_type is "qwen3_tts".
+inline bool is_qwen3_tts_config(const io::JsonValue& config) {
+  if (const io::JsonValue* model_type = io::json_find(config, "model_type"))
+    if (const auto name = io::json_string(*model_type); name && *name == "qwen3_tts") return true;
+  const io::JsonValue* architectures = io::json_find(config, "architectures");
+  if (!architectures || !architectures->is_array()) return false;
+  for (const io::JsonValue& a : architectures->get_array())
+    if (const auto name = io::json_string(a); name && *name == "Qwen3TTSForConditionalGeneration") return true;
+  return false;
+}
+
+/// The mmproj of a qwen3tts talker GGUF: the one other .gguf in its
+/// directory whose name holds "mmproj" (as llama.cpp's converter names it).
+inline std::filesystem::path find_qwen3_tts_mmproj(const std::filesystem::path& talker) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(talker.parent_path().empty() ? "." : talker.parent_path()))
+    if (entry.path() != talker && entry.path().extension() == ".gguf" &&
+        entry.path().filename().string().find("mmproj") != std::string::npos)
+      found.push_back(entry.path());
+  if (found.size() != 1)
+    throw invalid_argument("model", talker.string() + " is a Qwen3-TTS talker GGUF; its mmproj (codec decoder, code "
+                                    "predictor) must lie beside it as the only .gguf named *mmproj* (found " +
+                                    std::to_string(found.size()) + ")");
+  return found.front();
+}
 
 /// A whisper.cpp model file: it starts with the ggml magic (0x67676d6c, little-endian).
 inline bool is_ggml_whisper_file(const std::filesystem::path& path) {
@@ -59,7 +91,8 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
     const io::JsonValue* model_type = io::json_find(config, "model_type");
     if (model_type)
       if (const auto name = io::json_string(*model_type)) kind.architecture = std::string(*name);
-    if (kind.architecture != "whisper") kind.architecture = io::read_transformer_config(config_json).model_type;
+    if (is_qwen3_tts_config(config)) kind.architecture = "qwen3_tts";
+    else if (kind.architecture != "whisper") kind.architecture = io::read_transformer_config(config_json).model_type;
     std::ifstream in(config_json);
     std::stringstream text;
     text << in.rdbuf();
@@ -68,7 +101,11 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
   } else if (path.extension() == ".gguf") {
     const io::GgufFile file = io::GgufFile::open(path);
     kind.architecture = file.architecture();
-    kind.untrained = file.get<std::string>("general.name", "") == "izwi-random-qwen3";
+    kind.untrained = file.get<std::string>("general.name", "").rfind("izwi-random-qwen3", 0) == 0;
+    if (kind.architecture == "qwen3tts") {
+      kind.architecture = "qwen3_tts";
+      kind.mmproj = find_qwen3_tts_mmproj(path);
+    }
   } else if (!std::filesystem::exists(path)) {
     throw invalid_argument("model", path.string() + ": no such file or directory");
   } else if (is_ggml_whisper_file(path)) {
@@ -128,6 +165,40 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
   return std::make_unique<EngineModel<WhisperCpuEngine>>(std::move(engine), std::move(info));
 }
 
+/// A Qwen3-TTS checkpoint (HF directory or llama.cpp's GGUF pair) on the
+/// stock speech engine: FCFS scheduling, a paged cache of the talker's K/V.
+inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, const std::filesystem::path& path,
+                                                       const CpuLoaderSettings& settings, const CheckpointKind& kind) {
+  Qwen3Tts model = kind.mmproj.empty() ? Qwen3Tts::load(path) : Qwen3Tts::load_gguf(path, kind.mmproj);
+  if (!model.tokenizer())
+    throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read the input");
+  const Qwen3TtsConfig& config = model.config();
+  ModelInfo info;
+  info.id = id;
+  info.path = path;
+  info.tasks = {Task::tts};
+  info.untrained = kind.untrained;
+  info.description = model.description() + ", talker hidden " +
+                     std::to_string(config.talker.hidden_size) + " x " + std::to_string(config.talker.num_layers) +
+                     " layers, " + std::to_string(config.speakers.size()) + " speakers, FCFS scheduling, paged KV cache";
+  Qwen3TtsCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
+  SchedulerConfig scheduler_config;
+  if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
+  if (settings.max_num_batched_tokens) scheduler_config.max_num_batched_tokens = settings.max_num_batched_tokens;
+  EngineConfig engine_config;
+  engine_config.model_name = id;
+  engine_config.stream_capacity = settings.stream_capacity;
+  engine_config.max_waiting_requests = settings.max_waiting_requests;
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = settings.kv_cache_bytes;
+  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  auto engine = std::make_unique<Qwen3TtsCpuEngine>(FcfsScheduler(scheduler_config), std::move(cache),
+                                                    std::move(executor), engine_config);
+  info.max_model_len = engine->max_model_len();
+  return std::make_unique<EngineModel<Qwen3TtsCpuEngine>>(std::move(engine), std::move(info));
+}
+
 }  // namespace detail
 
 IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const std::filesystem::path& path,
@@ -146,9 +217,10 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
                                    ? open_device(settings.device.spec)
                                    : settings.device;
   if (kind.architecture == "whisper") return detail::load_whisper_model(id, path, settings, kind.untrained);
+  if (kind.architecture == "qwen3_tts") return detail::load_qwen3_tts_model(id, path, settings, kind);
   if (kind.architecture != "qwen3")
     throw invalid_argument("model", path.string() + ": architecture '" + kind.architecture +
-                                        "' is not served by this build (supported: qwen3, whisper)");
+                                        "' is not served by this build (supported: qwen3, whisper, qwen3_tts)");
 
   Qwen3LoadOptions load;
   load.kv_cache_dtype = DType::f16;

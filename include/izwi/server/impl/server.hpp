@@ -68,6 +68,7 @@ inline void log_line(const std::string& text) {
 #include "izwi/server/impl/generation_routes.hpp"
 #include "izwi/server/impl/admin_routes.hpp"
 #include "izwi/server/impl/audio_routes.hpp"
+#include "izwi/server/impl/speech_routes.hpp"
 
 namespace izwi::server {
 
@@ -325,7 +326,10 @@ inline void Server::add_default_routes() {
   add_route("POST", "/v1/completions", [this](HandlerContext& c) { generate(c, false); });
   add_route("GET", "/v1/models", [this](HandlerContext& c) { list_models(c); });
   add_route("GET", "/v1/models/{id}", [this](HandlerContext& c) { get_model(c); });
-  add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { audio_unavailable(c, Task::tts); });
+  add_route("POST", "/v1/audio/speech", [this](HandlerContext& c) { speech(c); });
+  add_route("GET", "/v1/audio/voices", [this](HandlerContext& c) { list_voices(c); });
+  add_route("POST", "/v1/audio/voices", [this](HandlerContext& c) { create_voice(c); });
+  add_route("DELETE", "/v1/audio/voices/{id}", [this](HandlerContext& c) { delete_voice(c); });
   add_route("POST", "/v1/audio/transcriptions", [this](HandlerContext& c) { transcribe(c, Task::asr); });
   add_route("POST", "/v1/audio/translations", [this](HandlerContext& c) { transcribe(c, Task::translation); });
   add_route("GET", "/health", [this](HandlerContext& c) { health(c); }, RouteAccess::open);

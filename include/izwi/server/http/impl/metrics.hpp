@@ -55,6 +55,15 @@ inline std::uint64_t HttpMetrics::count(std::string_view route, unsigned status)
   return n;
 }
 
+inline void HttpMetrics::observe_time_to_first_audio(double seconds) {
+  std::lock_guard lock(mutex_);
+  std::size_t bucket = 0;
+  while (bucket < latency_buckets.size() && seconds > latency_buckets[bucket]) ++bucket;
+  ++first_audio_.buckets[bucket];
+  ++first_audio_.count;
+  first_audio_.sum += seconds;
+}
+
 inline std::string HttpMetrics::prometheus_text() const {
   std::string out;
   out.reserve(4096);
@@ -87,6 +96,22 @@ inline std::string HttpMetrics::prometheus_text() const {
     out += "izwi_http_request_duration_seconds_sum{" + labels + "} ";
     detail::append_number(out, l.sum);
     out += "\nizwi_http_request_duration_seconds_count{" + labels + "} " + std::to_string(l.count) + "\n";
+  }
+  out += "# HELP izwi_http_speech_time_to_first_audio_seconds Time from a streamed speech request's header to its "
+         "first audio.\n";
+  out += "# TYPE izwi_http_speech_time_to_first_audio_seconds histogram\n";
+  {
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i <= latency_buckets.size(); ++i) {
+      cumulative += first_audio_.buckets[i];
+      out += "izwi_http_speech_time_to_first_audio_seconds_bucket{le=\"";
+      if (i < latency_buckets.size()) detail::append_number(out, latency_buckets[i]);
+      else out += "+Inf";
+      out += "\"} " + std::to_string(cumulative) + "\n";
+    }
+    out += "izwi_http_speech_time_to_first_audio_seconds_sum ";
+    detail::append_number(out, first_audio_.sum);
+    out += "\nizwi_http_speech_time_to_first_audio_seconds_count " + std::to_string(first_audio_.count) + "\n";
   }
   out += "# HELP izwi_http_requests_in_progress HTTP requests being answered now.\n";
   out += "# TYPE izwi_http_requests_in_progress gauge\n";
