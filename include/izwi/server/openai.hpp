@@ -242,6 +242,11 @@ void append_json_escaped(std::string& out, std::string_view text);
 
 /// {"id", "object": "model", "created", "owned_by"}.
 boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by);
+/// The same with izwi's "tasks": what the model serves ("chat", "completion",
+/// "tts", "asr", "translation"), so a client (the web playground) can tell a
+/// chat model from a Whisper without trying. OpenAI's SDK ignores the field.
+boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
+                               std::span<const Task> tasks);
 /// {"object": "list", "data": [...]} of model_json objects.
 boost::json::object model_list_json(boost::json::array models);
 

@@ -444,7 +444,7 @@ inline void Server::list_models(HandlerContext& ctx) {
   boost::json::array data;
   for (const auto& engine : registry_.loaded()) {
     const ModelInfo& info = engine->info();
-    data.push_back(openai::model_json(info.id, info.created, info.owned_by));
+    data.push_back(openai::model_json(info.id, info.created, info.owned_by, info.tasks));
   }
   ctx.session->respond(detail::json_response(200, openai::model_list_json(std::move(data)), ctx.request.version()));
 }
@@ -458,7 +458,8 @@ inline void Server::get_model(HandlerContext& ctx) {
                    "model_not_found");
   const ModelInfo& info = engine->info();
   ctx.session->respond(
-      detail::json_response(200, openai::model_json(info.id, info.created, info.owned_by), ctx.request.version()));
+      detail::json_response(200, openai::model_json(info.id, info.created, info.owned_by, info.tasks),
+                            ctx.request.version()));
 }
 
 inline void Server::health(HandlerContext& ctx) {

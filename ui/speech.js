@@ -1,0 +1,241 @@
+// Speech panel: /v1/audio/speech played while it streams. The request asks
+// for response_format "pcm" (24 kHz mono signed 16-bit little-endian, as
+// OpenAI's pcm) with stream_format "audio", and each piece that arrives is
+// scheduled on a Web Audio clock right after the previous one; the waveform
+// grows as it comes. Download gives the chosen format: wav and pcm from the
+// very samples played, the compressed formats by asking the server for them.
+"use strict";
+
+Izwi.panel((() => {
+  const {$} = Izwi;
+  const RATE = 24000;
+  let controller = null;
+  let audio = null;       // AudioContext, made on the first Speak (a user gesture)
+  let sources = [];       // AudioBufferSourceNodes scheduled, for Stop
+  let pcm = [];           // Int16Array pieces of the last speech
+  let lastRequest = null; // the body of the last speech request (for a compressed download)
+  let drawPending = false;
+
+  const sampleCount = () => pcm.reduce((n, p) => n + p.length, 0);
+
+  function drawWave() {
+    drawPending = false;
+    const canvas = $("speech-wave");
+    const g = canvas.getContext("2d");
+    const {width, height} = canvas;
+    g.clearRect(0, 0, width, height);
+    g.fillStyle = getComputedStyle(canvas).color;
+    const total = sampleCount();
+    // At least 5 s across, so a short clip does not fill the whole width.
+    const perColumn = Math.max(1, Math.ceil(Math.max(total, 5 * RATE) / width));
+    let column = 0, lo = 0, hi = 0, inColumn = 0;
+    for (const piece of pcm)
+      for (let i = 0; i < piece.length; ++i) {
+        const v = piece[i] / 32768;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+        if (++inColumn === perColumn) {
+          g.fillRect(column, (1 - hi) * height / 2, 1, Math.max(1, (hi - lo) * height / 2));
+          ++column;
+          lo = hi = inColumn = 0;
+        }
+      }
+    if (inColumn) g.fillRect(column, (1 - hi) * height / 2, 1, Math.max(1, (hi - lo) * height / 2));
+  }
+  const scheduleDraw = () => {
+    if (!drawPending) {
+      drawPending = true;
+      requestAnimationFrame(drawWave);
+    }
+  };
+
+  function stopPlayback() {
+    for (const s of sources) {
+      try {
+        s.stop();
+      } catch {
+        // not started yet
+      }
+    }
+    sources = [];
+  }
+
+  /// A WAV file (RIFF, PCM 16-bit mono) of the samples.
+  function wavOf(pieces) {
+    const n = pieces.reduce((s, p) => s + p.length, 0);
+    const out = new DataView(new ArrayBuffer(44 + n * 2));
+    const text = (at, s) => [...s].forEach((c, i) => out.setUint8(at + i, c.charCodeAt(0)));
+    text(0, "RIFF"); out.setUint32(4, 36 + n * 2, true); text(8, "WAVE");
+    text(12, "fmt "); out.setUint32(16, 16, true); out.setUint16(20, 1, true); out.setUint16(22, 1, true);
+    out.setUint32(24, RATE, true); out.setUint32(28, RATE * 2, true); out.setUint16(32, 2, true); out.setUint16(34, 16, true);
+    text(36, "data"); out.setUint32(40, n * 2, true);
+    let at = 44;
+    for (const p of pieces)
+      for (let i = 0; i < p.length; ++i, at += 2) out.setInt16(at, p[i], true);
+    return new Blob([out.buffer], {type: "audio/wav"});
+  }
+
+  function offer(blob, name) {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+
+  async function download() {
+    const format = $("speech-format").value;
+    Izwi.showError($("speech-error"), null);
+    try {
+      if (format === "wav") return offer(wavOf(pcm), "speech.wav");
+      if (format === "pcm") return offer(new Blob(pcm.map((p) => p.slice().buffer), {type: "audio/pcm"}), "speech.pcm");
+      // A compressed format: the server encodes it (a second synthesis).
+      const button = $("speech-download");
+      button.disabled = true;
+      try {
+        const res = await Izwi.request("/v1/audio/speech", {method: "POST", json: {...lastRequest, response_format: format}});
+        offer(await res.blob(), `speech.${format}`);
+      } finally {
+        button.disabled = false;
+      }
+    } catch (e) {
+      Izwi.showError($("speech-error"), e);
+    }
+  }
+
+  async function speak() {
+    if (controller) return;
+    Izwi.showError($("speech-error"), null);
+    stopPlayback();
+    audio ??= new AudioContext({sampleRate: RATE});
+    await audio.resume();
+    pcm = [];
+    scheduleDraw();
+    const stats = $("speech-stats");
+    stats.dataset.state = "streaming";
+    stats.textContent = "Generating…";
+    const speed = Number($("speech-speed").value);
+    lastRequest = {
+      model: $("speech-model").value, input: $("speech-input").value, voice: $("speech-voice").value || undefined,
+      instructions: $("speech-instructions").value.trim() || undefined, speed: Number.isFinite(speed) ? speed : undefined,
+    };
+    controller = new AbortController();
+    $("speech-speak").disabled = true;
+    $("speech-stop").disabled = false;
+    $("speech-download").disabled = true;
+    const start = performance.now();
+    let first = 0, carry = null, playAt = 0;
+    const show = () => {
+      const seconds = sampleCount() / RATE;
+      const wall = (performance.now() - start) / 1000;
+      const parts = [];
+      if (first) parts.push(`time to first audio ${Izwi.formatSeconds((first - start) / 1000)}`);
+      parts.push(`${seconds.toFixed(2)} s of audio`);
+      if (seconds > 0) parts.push(`real-time factor ${(wall / seconds).toFixed(2)}`);
+      stats.textContent = parts.join(" · ");
+      stats.dataset.ttfaMs = first ? String(Math.round(first - start)) : "";
+      stats.dataset.audioSeconds = seconds.toFixed(3);
+      stats.dataset.rtf = seconds > 0 ? (wall / seconds).toFixed(3) : "";
+    };
+    try {
+      const res = await Izwi.request("/v1/audio/speech", {
+        method: "POST", json: {...lastRequest, response_format: "pcm", stream_format: "audio"}, signal: controller.signal,
+      });
+      const reader = res.body.getReader();
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        if (!value.length) continue;
+        if (!first) first = performance.now();
+        // Samples are 2 bytes; a read may end inside one.
+        let bytes = value;
+        if (carry) {
+          bytes = new Uint8Array(carry.length + value.length);
+          bytes.set(carry);
+          bytes.set(value, carry.length);
+          carry = null;
+        }
+        if (bytes.length % 2) {
+          carry = bytes.slice(bytes.length - 1);
+          bytes = bytes.subarray(0, bytes.length - 1);
+        }
+        if (!bytes.length) continue;
+        const samples = new Int16Array(bytes.slice().buffer);
+        pcm.push(samples);
+        const buffer = audio.createBuffer(1, samples.length, RATE);
+        const channel = buffer.getChannelData(0);
+        for (let i = 0; i < samples.length; ++i) channel[i] = samples[i] / 32768;
+        const source = audio.createBufferSource();
+        source.buffer = buffer;
+        source.connect(audio.destination);
+        // Back to back; after a gap (the network was slower than real time), a little headroom.
+        playAt = Math.max(playAt, audio.currentTime + 0.05);
+        source.start(playAt);
+        playAt += buffer.duration;
+        sources.push(source);
+        stats.dataset.scheduledSeconds = (sampleCount() / RATE).toFixed(3);
+        show();
+        scheduleDraw();
+      }
+      stats.dataset.state = "done";
+    } catch (e) {
+      if (e.name === "AbortError") {
+        stats.dataset.state = "stopped";
+        stopPlayback();
+      } else {
+        stats.dataset.state = "error";
+        Izwi.showError($("speech-error"), e);
+      }
+    } finally {
+      show();
+      if (stats.dataset.state === "stopped") stats.textContent += " · stopped";
+      controller = null;
+      $("speech-speak").disabled = false;
+      $("speech-stop").disabled = true;
+      $("speech-download").disabled = sampleCount() === 0;
+    }
+  }
+
+  /// GET /v1/audio/voices: {"voices": [{"id", "name"}]} (or a bare list, or {"data": [...]}).
+  async function loadVoices() {
+    const select = $("speech-voice");
+    const model = $("speech-model").value;
+    if (!model) return;
+    const previous = select.value;
+    try {
+      const res = await Izwi.request(`/v1/audio/voices?model=${encodeURIComponent(model)}`);
+      const body = await res.json();
+      const list = Array.isArray(body) ? body : body.voices || body.data || [];
+      select.replaceChildren(...list.map((v) => {
+        const id = typeof v === "string" ? v : v.id ?? v.voice_id ?? v.name;
+        const name = typeof v === "string" ? v : v.name ?? id;
+        return new Option(name === id ? id : `${name} (${id})`, id);
+      }));
+      if ([...select.options].some((o) => o.value === previous)) select.value = previous;
+    } catch (e) {
+      select.replaceChildren(new Option("(the model's default)", ""));
+      Izwi.showError($("speech-error"), e);
+    }
+  }
+
+  return {
+    name: "speech",
+    init() {
+      $("speech-form").addEventListener("submit", (e) => {
+        e.preventDefault();
+        speak();
+      });
+      $("speech-stop").addEventListener("click", () => controller?.abort());
+      $("speech-download").addEventListener("click", download);
+      $("speech-model").addEventListener("change", loadVoices);
+    },
+    modelsChanged() {
+      const before = $("speech-model").value;
+      Izwi.fillModelSelect($("speech-model"), ["tts"]);
+      if ($("speech-model").value && ($("speech-model").value !== before || !$("speech-voice").options.length)) loadVoices();
+    },
+  };
+})());
