@@ -11,7 +11,7 @@
 # .html file, each quoted reference "/ui/<name>" to another embedded file is
 # rewritten to "/ui/<name>?v=<digest>" (the first 16 hex digits of the file's
 # SHA-256), so a browser may cache that URL for good; the page itself is
-# revalidated by its ETag (include/izwi/server/web_ui.hpp).
+# revalidated by its ETag (Server::serve_web_ui, include/izwi/server/server.hpp).
 #
 # The same file is the generating script, run in script mode at build time
 # (cmake -P with IZWI_EMBED_OUTPUT set).

@@ -24,10 +24,10 @@
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "izwi/server/server.hpp"
-#include "izwi/server/web_ui.hpp"
 
 // The web playground (ui/ of the source tree), embedded at build time by
-// cmake/izwiEmbedFiles.cmake into a generated source of this target.
+// cmake/izwiEmbedFiles.cmake into a generated source of this target
+// (Server::serve_web_ui).
 std::span<const izwi::server::EmbeddedFile> izwi_web_ui_files() noexcept;
 
 namespace {
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   izwi::server::Server& server = *constructed;
-  if (options.web_ui) izwi::server::serve_web_ui(server, izwi_web_ui_files());
+  if (options.web_ui) server.serve_web_ui(izwi_web_ui_files());
 
   // Startup models are queued before the server listens, so /health says 503
   // until they are in (they load on the registry's thread while the server

@@ -1,6 +1,6 @@
 #pragma once
 // EmbeddedFile: a file compiled into the program, served as it is (the web
-// playground's page, styles and scripts; include/izwi/server/web_ui.hpp).
+// playground's page, styles and scripts; Server::serve_web_ui).
 // cmake/izwiEmbedFiles.cmake generates the tables; this header is all a
 // generated source includes, so it stays free of Beast and Asio.
 

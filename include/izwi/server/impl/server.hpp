@@ -1,6 +1,7 @@
 #pragma once
 // Server bodies: life cycle, routing, models/health/metrics. The endpoint
-// families live beside it (generation_routes, admin_routes, audio_routes).
+// families live beside it (generation_routes, admin_routes, audio_routes,
+// web_ui_routes).
 // Included by izwi/server/server.hpp.
 
 #include <csignal>
@@ -68,6 +69,7 @@ inline void log_line(const std::string& text) {
 #include "izwi/server/impl/generation_routes.hpp"
 #include "izwi/server/impl/admin_routes.hpp"
 #include "izwi/server/impl/audio_routes.hpp"
+#include "izwi/server/impl/web_ui_routes.hpp"
 
 namespace izwi::server {
 

@@ -1,5 +1,6 @@
 #pragma once
-// The web playground's routes: bodies. Included by izwi/server/web_ui.hpp.
+// The web playground's routes (Server::serve_web_ui): bodies. Part of the
+// Server bodies; included by impl/server.hpp.
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
@@ -7,6 +8,15 @@
 namespace izwi::server {
 
 namespace detail {
+
+/// The playground's policy: its own scripts and styles only (no inline code,
+/// nothing from another origin), requests to this server only, audio from
+/// blob: URLs (the uploaded and recorded clips), no plugins, no framing, no
+/// form posts, no <base>.
+inline constexpr std::string_view web_ui_content_security_policy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "media-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'";
 
 /// True when an If-None-Match value ("a", W/"a", a list of them, or *) names `etag`.
 inline bool if_none_match_names(std::string_view header, std::string_view etag) noexcept {
@@ -40,8 +50,8 @@ inline std::string_view query_value(std::string_view target, std::string_view na
   return {};
 }
 
-}  // namespace detail
-
+/// The answer to a GET of `file` at `target` (path and query) whose
+/// If-None-Match header is `if_none_match` (the headers: Server::serve_web_ui).
 inline http::Response web_ui_response(const EmbeddedFile& file, std::string_view target,
                                       std::string_view if_none_match, unsigned version) {
   namespace bhttp = boost::beast::http;
@@ -61,12 +71,14 @@ inline http::Response web_ui_response(const EmbeddedFile& file, std::string_view
   return res;
 }
 
-inline void serve_web_ui(Server& server, std::span<const EmbeddedFile> files) {
+}  // namespace detail
+
+inline void Server::serve_web_ui(std::span<const EmbeddedFile> files) {
   for (const EmbeddedFile& file : files) {
-    server.add_route(
+    add_route(
         "GET", std::string(file.path),
         [&file](HandlerContext& ctx) {
-          ctx.session->respond(web_ui_response(file, ctx.request.target(),
+          ctx.session->respond(detail::web_ui_response(file, ctx.request.target(),
                                                ctx.request[boost::beast::http::field::if_none_match],
                                                ctx.request.version()));
         },
