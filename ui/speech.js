@@ -119,7 +119,7 @@ Izwi.panel((() => {
     stats.textContent = "Generating…";
     const speed = Number($("speech-speed").value);
     lastRequest = {
-      model: $("speech-model").value, input: $("speech-input").value, voice: $("speech-voice").value || undefined,
+      model: $("speech-model").value, input: $("speech-input").value, voice: chosenVoice(),
       instructions: $("speech-instructions").value.trim() || undefined, speed: Number.isFinite(speed) ? speed : undefined,
     };
     controller = new AbortController();
@@ -199,26 +199,40 @@ Izwi.panel((() => {
     }
   }
 
-  /// GET /v1/audio/voices: {"voices": [{"id", "name"}]} (or a bare list, or {"data": [...]}).
+  /// GET /v1/audio/voices: {"object": "list", "data": [{"id", "type": "speaker" | "alias" | "saved", "model",
+  /// "speaker", "name"}]}: the chosen model's speakers and OpenAI names, and the saved voices (any model).
   async function loadVoices() {
     const select = $("speech-voice");
     const model = $("speech-model").value;
     if (!model) return;
     const previous = select.value;
     try {
-      const res = await Izwi.request(`/v1/audio/voices?model=${encodeURIComponent(model)}`);
+      const res = await Izwi.request("/v1/audio/voices");
       const body = await res.json();
-      const list = Array.isArray(body) ? body : body.voices || body.data || [];
-      select.replaceChildren(...list.map((v) => {
-        const id = typeof v === "string" ? v : v.id ?? v.voice_id ?? v.name;
-        const name = typeof v === "string" ? v : v.name ?? id;
-        return new Option(name === id ? id : `${name} (${id})`, id);
-      }));
+      const list = (Array.isArray(body) ? body : body.data || body.voices || [])
+        .map((v) => (typeof v === "string" ? {id: v} : v))
+        .filter((v) => v.id && (!v.model || v.model === model));
+      const options = list.map((v) => {
+        const label = v.type === "alias" && v.speaker ? `${v.id} (${v.speaker})`
+                    : v.type === "saved" ? `${v.name || v.id} (saved)` : v.name && v.name !== v.id ? `${v.name} (${v.id})` : v.id;
+        const option = new Option(label, v.id);
+        option.dataset.saved = String(v.type === "saved");
+        return option;
+      });
+      select.replaceChildren(new Option("(the model's default)", ""), ...options);
       if ([...select.options].some((o) => o.value === previous)) select.value = previous;
+      else if (options.length) select.value = options[0].value;
     } catch (e) {
       select.replaceChildren(new Option("(the model's default)", ""));
       Izwi.showError($("speech-error"), e);
     }
+  }
+
+  /// The request's "voice": a speaker or OpenAI name as a string, a saved voice as {"id"}.
+  function chosenVoice() {
+    const option = $("speech-voice").selectedOptions[0];
+    if (!option || !option.value) return undefined;
+    return option.dataset.saved === "true" ? {id: option.value} : option.value;
   }
 
   return {

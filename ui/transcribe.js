@@ -27,7 +27,8 @@ Izwi.panel((() => {
 
   function showSegments(segments) {
     const list = $("transcription-segments");
-    list.replaceChildren(...(segments || []).map((s) => {
+    // Segments without text (a window's trailing timestamp) have nothing to play to.
+    list.replaceChildren(...(segments || []).filter((s) => String(s.text).trim()).map((s) => {
       const item = document.createElement("li");
       const button = document.createElement("button");
       button.type = "button";

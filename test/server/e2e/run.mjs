@@ -2,7 +2,8 @@
 //
 //   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
 //                [--promtool=BIN] [--require-promtool]
-//                [--make-whisper=BIN --fixtures=DIR --require-whisper] TEST.mjs...
+//                [--make-whisper=BIN --fixtures=DIR --require-whisper]
+//                [--require-chromium [--chromium=BIN]] [--make-tts=BIN] TEST.mjs...
 //
 // (--key=value: CMake passes an empty value where a target is not built.)
 //
@@ -11,6 +12,9 @@
 // Qwen3 checkpoint once per build tree (tiny: hidden 64, 2 layers, the real
 // Qwen3 tokenizer and vocabulary) — and, with --require-whisper, a random-weight
 // Whisper (tiny shape, the real tokenizer, from ../shared/fixtures/whisper) —
+// — with --require-chromium, a headless Chromium that playwright-core (from
+// the npm references) can start, else SKIPPED; with --make-tts (the web
+// playground's suite), a random-weight Qwen3-TTS when that tool is built —
 // then runs `node --test` on the files.
 import {spawnSync} from "node:child_process";
 import fs from "node:fs";
@@ -119,9 +123,62 @@ if (opts.requireWhisper !== undefined) {
   }
 }
 
+// A browser for the web playground's suite: Debian's chromium (or
+// IZWI_CHROMIUM / --chromium), driven by playwright-core. Started once here
+// so that a browser which cannot start is a SKIP with its reason, not a failure.
+let chromium = "";
+if (opts.requireChromium !== undefined) {
+  const pw = path.join(opts.nodeModules, "playwright-core/package.json");
+  if (!fs.existsSync(pw)) skip(`playwright-core is not in ${opts.nodeModules}; run scripts/install-references.sh`);
+  const candidates = [process.env.IZWI_CHROMIUM, opts.chromium, "/usr/bin/chromium", "/usr/bin/chromium-browser",
+                      "/usr/bin/google-chrome"].filter(Boolean);
+  chromium = candidates.find((c) => fs.existsSync(c)) ?? "";
+  if (!chromium) skip(`no Chromium (looked for ${candidates.join(", ")}; Debian's chromium package, scripts/setup-debian.sh)`);
+  const {createRequire} = await import("node:module");
+  const {chromium: launcher} = createRequire(pw)("playwright-core");
+  try {
+    const browser = await launcher.launch({executablePath: chromium, args: ["--no-sandbox"], timeout: 60000});
+    await browser.close();
+  } catch (e) {
+    skip(`${chromium} cannot start headless: ${String(e.message).split("\n")[0]}`);
+  }
+}
+
+// A random-weight Qwen3-TTS (small shape) when izwi-make-random-qwen3-tts is
+// built: the web playground's speech panel runs against it; without, that
+// part of the suite reports itself skipped.
+let tts = "";
+if (opts.makeTts && fs.existsSync(opts.makeTts)) {
+  const ttsArgs = ["--shape", "small", "--seed", "1"];
+  tts = path.join(opts.work, "izwi-e2e-tts");
+  const ttsStamp = path.join(tts, "izwi-e2e-args.json");
+  const want = JSON.stringify(ttsArgs);
+  const have = fs.existsSync(ttsStamp) ? fs.readFileSync(ttsStamp, "utf8") : null;
+  if (have !== want || !fs.existsSync(path.join(tts, "model.safetensors"))) {
+    fs.mkdirSync(opts.work, {recursive: true});
+    const tmp = fs.mkdtempSync(path.join(opts.work, ".tts-"));
+    const t = spawnSync(opts.makeTts, ["--out", tmp, "--tokenizer", tokenizer, ...ttsArgs],
+                        {stdio: ["ignore", "ignore", "inherit"]});
+    if (t.status !== 0) {
+      console.error(`izwi-make-random-qwen3-tts failed (exit ${t.status})`);
+      process.exit(1);
+    }
+    fs.writeFileSync(path.join(tmp, "izwi-e2e-args.json"), want);
+    fs.chmodSync(tmp, 0o755);
+    fs.rmSync(tts, {recursive: true, force: true});
+    try {
+      fs.renameSync(tmp, tts);
+    } catch (e) {
+      fs.rmSync(tmp, {recursive: true, force: true});
+      if (!fs.existsSync(path.join(tts, "model.safetensors"))) throw e;
+    }
+  }
+}
+
 const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...files], {
   stdio: "inherit",
   env: {...process.env, IZWI_SERVER: opts.server, IZWI_E2E_MODEL: model, IZWI_NODE_MODULES: opts.nodeModules,
-        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper},
+        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper, IZWI_CHROMIUM: chromium, IZWI_E2E_TTS: tts,
+        IZWI_E2E_ARTIFACTS: path.join(opts.work, "artifacts")},
 });
 process.exit(r.status ?? 1);
