@@ -138,6 +138,7 @@ Izwi.panel((() => {
       stats.textContent = parts.join(" · ");
       stats.dataset.ttfaMs = first ? String(Math.round(first - start)) : "";
       stats.dataset.audioSeconds = seconds.toFixed(3);
+      stats.dataset.samples = String(sampleCount());
       stats.dataset.rtf = seconds > 0 ? (wall / seconds).toFixed(3) : "";
     };
     try {
