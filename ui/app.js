@@ -155,7 +155,7 @@ const Izwi = (() => {
       const available = modelsFor(tasks).length > 0;
       section.querySelector(".unavailable").hidden = available;
       section.dataset.available = String(available);
-      for (const fieldset of section.querySelectorAll("form")) fieldset.inert = !available;
+      for (const form of section.querySelectorAll("form")) form.inert = !available;  // nothing to send to
       $(section.getAttribute("aria-labelledby")).classList.toggle("off", !available);
     }
     for (const p of panels) p.modelsChanged?.(models);
