@@ -12,9 +12,9 @@
 // Qwen3 checkpoint once per build tree (tiny: hidden 64, 2 layers, the real
 // Qwen3 tokenizer and vocabulary) — and, with --require-whisper, a random-weight
 // Whisper (tiny shape, the real tokenizer, from ../shared/fixtures/whisper) —
-// — with --require-chromium, a headless Chromium that playwright-core (from
-// the npm references) can start, else SKIPPED; with --make-tts (the web
-// playground's suite), a random-weight Qwen3-TTS when that tool is built —
+// — with --make-tts, a random-weight Qwen3-TTS when that tool is built; with
+// --require-chromium, a headless Chromium that playwright-core (from the npm
+// references) can start, else SKIPPED —
 // then runs `node --test` on the files.
 import {spawnSync} from "node:child_process";
 import fs from "node:fs";
@@ -123,6 +123,39 @@ if (opts.requireWhisper !== undefined) {
   }
 }
 
+// The Qwen3-TTS checkpoint (the speech suite's, --require-tts; the web
+// playground's suite takes it whenever izwi-make-random-qwen3-tts is built):
+// the small shape with the real Qwen3 tokenizer; the directory's name is the model id.
+let tts = "";
+if (opts.requireTts !== undefined || (opts.makeTts && fs.existsSync(opts.makeTts))) {
+  if (!opts.makeTts || !fs.existsSync(opts.makeTts))
+    skip(`izwi-make-random-qwen3-tts (${opts.makeTts || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
+  const ttsArgs = ["--shape", "small", "--seed", "3"];
+  tts = path.join(opts.work, "izwi-e2e-qwen3-tts");
+  const ttsStamp = path.join(tts, "izwi-e2e-args.json");
+  const want = JSON.stringify(ttsArgs);
+  const have = fs.existsSync(ttsStamp) ? fs.readFileSync(ttsStamp, "utf8") : null;
+  if (have !== want || !fs.existsSync(path.join(tts, "model.safetensors"))) {
+    fs.mkdirSync(opts.work, {recursive: true});
+    const tmp = fs.mkdtempSync(path.join(opts.work, ".qwen3-tts-"));
+    const t = spawnSync(opts.makeTts, ["--out", tmp, "--tokenizer", tokenizer, ...ttsArgs],
+                        {stdio: ["ignore", "ignore", "inherit"]});
+    if (t.status !== 0) {
+      console.error(`izwi-make-random-qwen3-tts failed (exit ${t.status})`);
+      process.exit(1);
+    }
+    fs.writeFileSync(path.join(tmp, "izwi-e2e-args.json"), want);
+    fs.chmodSync(tmp, 0o755);
+    fs.rmSync(tts, {recursive: true, force: true});
+    try {
+      fs.renameSync(tmp, tts);
+    } catch (e) {
+      fs.rmSync(tmp, {recursive: true, force: true});
+      if (!fs.existsSync(path.join(tts, "model.safetensors"))) throw e;
+    }
+  }
+}
+
 // A browser for the web playground's suite: Debian's chromium (or
 // IZWI_CHROMIUM / --chromium), driven by playwright-core. Started once here
 // so that a browser which cannot start is a SKIP with its reason, not a failure.
@@ -141,37 +174,6 @@ if (opts.requireChromium !== undefined) {
     await browser.close();
   } catch (e) {
     skip(`${chromium} cannot start headless: ${String(e.message).split("\n")[0]}`);
-  }
-}
-
-// A random-weight Qwen3-TTS (small shape) when izwi-make-random-qwen3-tts is
-// built: the web playground's speech panel runs against it; without, that
-// part of the suite reports itself skipped.
-let tts = "";
-if (opts.makeTts && fs.existsSync(opts.makeTts)) {
-  const ttsArgs = ["--shape", "small", "--seed", "1"];
-  tts = path.join(opts.work, "izwi-e2e-tts");
-  const ttsStamp = path.join(tts, "izwi-e2e-args.json");
-  const want = JSON.stringify(ttsArgs);
-  const have = fs.existsSync(ttsStamp) ? fs.readFileSync(ttsStamp, "utf8") : null;
-  if (have !== want || !fs.existsSync(path.join(tts, "model.safetensors"))) {
-    fs.mkdirSync(opts.work, {recursive: true});
-    const tmp = fs.mkdtempSync(path.join(opts.work, ".tts-"));
-    const t = spawnSync(opts.makeTts, ["--out", tmp, "--tokenizer", tokenizer, ...ttsArgs],
-                        {stdio: ["ignore", "ignore", "inherit"]});
-    if (t.status !== 0) {
-      console.error(`izwi-make-random-qwen3-tts failed (exit ${t.status})`);
-      process.exit(1);
-    }
-    fs.writeFileSync(path.join(tmp, "izwi-e2e-args.json"), want);
-    fs.chmodSync(tmp, 0o755);
-    fs.rmSync(tts, {recursive: true, force: true});
-    try {
-      fs.renameSync(tmp, tts);
-    } catch (e) {
-      fs.rmSync(tmp, {recursive: true, force: true});
-      if (!fs.existsSync(path.join(tts, "model.safetensors"))) throw e;
-    }
   }
 }
 
