@@ -118,9 +118,11 @@ Izwi.panel((() => {
     stats.dataset.state = "streaming";
     stats.textContent = "Generating…";
     const speed = Number($("speech-speed").value);
+    const maxFrames = Number($("speech-max-frames").value);
     lastRequest = {
       model: $("speech-model").value, input: $("speech-input").value, voice: chosenVoice(),
       instructions: $("speech-instructions").value.trim() || undefined, speed: Number.isFinite(speed) ? speed : undefined,
+      max_tokens: $("speech-max-frames").value && maxFrames > 0 ? Math.round(maxFrames) : undefined,
     };
     controller = new AbortController();
     $("speech-speak").disabled = true;
@@ -178,6 +180,7 @@ Izwi.panel((() => {
         playAt += buffer.duration;
         sources.push(source);
         stats.dataset.scheduledSeconds = (sampleCount() / RATE).toFixed(3);
+        stats.dataset.pieces = String(sources.length);
         show();
         scheduleDraw();
       }
@@ -220,9 +223,9 @@ Izwi.panel((() => {
         option.dataset.saved = String(v.type === "saved");
         return option;
       });
-      select.replaceChildren(new Option("(the model's default)", ""), ...options);
+      // "voice" is required (OpenAI's contract): a choice only when the server names none.
+      select.replaceChildren(...(options.length ? options : [new Option("(the model's default)", "")]));
       if ([...select.options].some((o) => o.value === previous)) select.value = previous;
-      else if (options.length) select.value = options[0].value;
     } catch (e) {
       select.replaceChildren(new Option("(the model's default)", ""));
       Izwi.showError($("speech-error"), e);

@@ -313,8 +313,12 @@ test("speech: plays while it streams, shows time to first audio and RTF, downloa
     return;
   }
   assert.equal(await page.inputValue("#speech-model"), tts.id);
-  await page.waitForFunction(() => document.getElementById("speech-voice").options.length > 0);
+  await page.waitForFunction(() => document.getElementById("speech-voice").value !== "");
+  const voices = await page.$$eval("#speech-voice option", (o) => o.map((x) => x.value));
+  assert.ok(voices.length > 0 && !voices.includes(""), `the model's voices: ${voices}`);
   await page.fill("#speech-input", "Hello from the playground.");
+  // A random talker rarely says it is done: 24 frames (~2 s of audio) keep the test short.
+  await page.fill("#speech-max-frames", "24");
   await page.selectOption("#speech-format", "wav");
   await page.click("#speech-speak");
   await page.waitForSelector("#speech-stats[data-state=done], #speech-stats[data-state=error]", {timeout: LONG});
@@ -323,12 +327,15 @@ test("speech: plays while it streams, shows time to first audio and RTF, downloa
   assert.equal(sent.response_format, "pcm");
   assert.equal(sent.stream_format, "audio");
   assert.equal(sent.model, tts.id);
+  assert.equal(sent.max_tokens, 24);
+  assert.equal(sent.voice, await page.inputValue("#speech-voice"));
 
   const stats = await page.evaluate(() => ({...document.getElementById("speech-stats").dataset}));
   const seconds = Number(stats.audioSeconds);
   assert.ok(seconds > 0, `audio was generated: ${JSON.stringify(stats)}`);
   assert.equal(Number(stats.scheduledSeconds), seconds, "every piece was scheduled for playback as it came");
   assert.match(stats.ttfaMs, /^\d+$/);
+  assert.ok(Number(stats.pieces) >= 2, `the audio came in pieces, each scheduled as it came: ${JSON.stringify(stats)}`);
   assert.ok(Number(stats.rtf) > 0);
   assert.match(await text("#speech-stats"), /time to first audio .* real-time factor/);
   const inked = await page.evaluate(() => {
