@@ -106,6 +106,62 @@ Izwi.panel((() => {
     }
   }
 
+  /// Reads a body of s16le samples; calls onSamples(Int16Array) for each piece
+  /// as it arrives (a read may end inside a sample: its byte waits for the next).
+  async function readSamples(res, onSamples) {
+    const reader = res.body.getReader();
+    let carry = null;
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) return;
+      let bytes = value;
+      if (carry) {
+        bytes = new Uint8Array(carry.length + value.length);
+        bytes.set(carry);
+        bytes.set(value, carry.length);
+        carry = null;
+      }
+      if (bytes.length % 2) {
+        carry = bytes.slice(bytes.length - 1);
+        bytes = bytes.subarray(0, bytes.length - 1);
+      }
+      if (bytes.length) onSamples(new Int16Array(bytes.slice().buffer));
+    }
+  }
+
+  /// Schedules `samples` at `at` (AudioContext time) or as soon as possible
+  /// after it; returns when they end, where the next piece starts.
+  function play(samples, at) {
+    const buffer = audio.createBuffer(1, samples.length, RATE);
+    const channel = buffer.getChannelData(0);
+    for (let i = 0; i < samples.length; ++i) channel[i] = samples[i] / 32768;
+    const source = audio.createBufferSource();
+    source.buffer = buffer;
+    source.connect(audio.destination);
+    // Back to back; after a gap (the stream was slower than real time), a little headroom.
+    const start = Math.max(at, audio.currentTime + 0.05);
+    source.start(start);
+    sources.push(source);
+    return start + buffer.duration;
+  }
+
+  /// The request of the form (the download of a compressed format repeats it).
+  function speechRequest() {
+    const speed = Number($("speech-speed").value);
+    const maxFrames = Number($("speech-max-frames").value);
+    return {
+      model: $("speech-model").value, input: $("speech-input").value, voice: chosenVoice(),
+      instructions: $("speech-instructions").value.trim() || undefined, speed: Number.isFinite(speed) ? speed : undefined,
+      max_tokens: $("speech-max-frames").value && maxFrames > 0 ? Math.round(maxFrames) : undefined,
+    };
+  }
+
+  function setBusy(busy) {
+    $("speech-speak").disabled = busy;
+    $("speech-stop").disabled = !busy;
+    $("speech-download").disabled = busy || sampleCount() === 0;
+  }
+
   async function speak() {
     if (controller) return;
     Izwi.showError($("speech-error"), null);
@@ -117,19 +173,11 @@ Izwi.panel((() => {
     const stats = $("speech-stats");
     stats.dataset.state = "streaming";
     stats.textContent = "Generating…";
-    const speed = Number($("speech-speed").value);
-    const maxFrames = Number($("speech-max-frames").value);
-    lastRequest = {
-      model: $("speech-model").value, input: $("speech-input").value, voice: chosenVoice(),
-      instructions: $("speech-instructions").value.trim() || undefined, speed: Number.isFinite(speed) ? speed : undefined,
-      max_tokens: $("speech-max-frames").value && maxFrames > 0 ? Math.round(maxFrames) : undefined,
-    };
+    lastRequest = speechRequest();
     controller = new AbortController();
-    $("speech-speak").disabled = true;
-    $("speech-stop").disabled = false;
-    $("speech-download").disabled = true;
+    setBusy(true);
     const start = performance.now();
-    let first = 0, carry = null, playAt = 0;
+    let first = 0, playAt = 0;
     const show = () => {
       const seconds = sampleCount() / RATE;
       const wall = (performance.now() - start) / 1000;
@@ -138,52 +186,24 @@ Izwi.panel((() => {
       parts.push(`${seconds.toFixed(2)} s of audio`);
       if (seconds > 0) parts.push(`real-time factor ${(wall / seconds).toFixed(2)}`);
       stats.textContent = parts.join(" · ");
-      stats.dataset.ttfaMs = first ? String(Math.round(first - start)) : "";
-      stats.dataset.audioSeconds = seconds.toFixed(3);
-      stats.dataset.samples = String(sampleCount());
-      stats.dataset.rtf = seconds > 0 ? (wall / seconds).toFixed(3) : "";
+      Object.assign(stats.dataset, {
+        ttfaMs: first ? String(Math.round(first - start)) : "", audioSeconds: seconds.toFixed(3),
+        samples: String(sampleCount()), rtf: seconds > 0 ? (wall / seconds).toFixed(3) : "",
+      });
     };
     try {
       const res = await Izwi.request("/v1/audio/speech", {
         method: "POST", json: {...lastRequest, response_format: "pcm", stream_format: "audio"}, signal: controller.signal,
       });
-      const reader = res.body.getReader();
-      for (;;) {
-        const {value, done} = await reader.read();
-        if (done) break;
-        if (!value.length) continue;
-        if (!first) first = performance.now();
-        // Samples are 2 bytes; a read may end inside one.
-        let bytes = value;
-        if (carry) {
-          bytes = new Uint8Array(carry.length + value.length);
-          bytes.set(carry);
-          bytes.set(value, carry.length);
-          carry = null;
-        }
-        if (bytes.length % 2) {
-          carry = bytes.slice(bytes.length - 1);
-          bytes = bytes.subarray(0, bytes.length - 1);
-        }
-        if (!bytes.length) continue;
-        const samples = new Int16Array(bytes.slice().buffer);
+      await readSamples(res, (samples) => {
+        first ||= performance.now();
         pcm.push(samples);
-        const buffer = audio.createBuffer(1, samples.length, RATE);
-        const channel = buffer.getChannelData(0);
-        for (let i = 0; i < samples.length; ++i) channel[i] = samples[i] / 32768;
-        const source = audio.createBufferSource();
-        source.buffer = buffer;
-        source.connect(audio.destination);
-        // Back to back; after a gap (the network was slower than real time), a little headroom.
-        playAt = Math.max(playAt, audio.currentTime + 0.05);
-        source.start(playAt);
-        playAt += buffer.duration;
-        sources.push(source);
+        playAt = play(samples, playAt);
         stats.dataset.scheduledSeconds = (sampleCount() / RATE).toFixed(3);
         stats.dataset.pieces = String(sources.length);
         show();
         scheduleDraw();
-      }
+      });
       stats.dataset.state = "done";
     } catch (e) {
       if (e.name === "AbortError") {
@@ -197,9 +217,7 @@ Izwi.panel((() => {
       show();
       if (stats.dataset.state === "stopped") stats.textContent += " · stopped";
       controller = null;
-      $("speech-speak").disabled = false;
-      $("speech-stop").disabled = true;
-      $("speech-download").disabled = sampleCount() === 0;
+      setBusy(false);
     }
   }
 
