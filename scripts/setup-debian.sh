@@ -41,6 +41,9 @@ packages=(
   # promtool checks izwi-server's /metrics in the end-to-end tests (issue 4);
   # Debian 12 ships it in the prometheus package (2.42)
   prometheus
+  # headless Chromium runs the web playground's end-to-end tests (issue 15;
+  # test/server/e2e/webui.test.mjs, driven by playwright-core from npm)
+  chromium
   # qemu-x86_64 runs the kernel tests on emulated older CPUs (Westmere: no AVX,
   # Haswell: no AVX-512) to check the runtime kernel dispatch (issue 10)
   qemu-user

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,11 @@
 #include "izwi/server/model_loader.hpp"
 #include "izwi/server/model_registry.hpp"
 #include "izwi/server/server.hpp"
+
+// The web playground (ui/ of the source tree), embedded at build time by
+// cmake/izwiEmbedFiles.cmake into a generated source of this target
+// (Server::serve_web_ui).
+std::span<const izwi::server::EmbeddedFile> izwi_web_ui_files() noexcept;
 
 namespace {
 
@@ -37,7 +43,8 @@ Qwen3 checkpoints (Hugging Face directories with config.json,
 (Hugging Face Qwen/Qwen3-TTS-12Hz-* directories, or llama.cpp's GGUF pair:
 the talker .gguf with its *mmproj*.gguf beside it) and Whisper checkpoints
 (Hugging Face openai/whisper-* directories, or whisper.cpp's ggml .bin
-files). Several --model flags serve several models at once.
+files). Several --model flags serve several models at once. A web
+playground to try them is at / (--no-ui: none).
 )";
 
 namespace po = boost::program_options;
@@ -47,6 +54,7 @@ struct Options {
   std::optional<std::filesystem::path> models_dir;
   izwi::server::ServerConfig server;
   izwi::server::CpuLoaderSettings loader;
+  bool web_ui = true;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -134,6 +142,7 @@ po::options_description http_options(Options& o, RawNumbers& raw) {
                                ->default_value(raw.shutdown_grace_s),
        "on SIGINT/SIGTERM, in-flight requests get this long")
       ("no-access-log", po::bool_switch(), "no per-request line on stderr")
+      ("no-ui", po::bool_switch(), "do not serve the web playground (GET / and /ui/...: 404)")
       ("special-tokens-as-text", po::bool_switch(&o.server.special_tokens_as_text),
        "encode \"<|im_end|>\" and other special tokens spelled in prompts and messages as plain text (default: "
        "parsed as control tokens, as vLLM does; a request's \"special_tokens_as_text\" overrides)");
@@ -192,6 +201,7 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
   o.server.limits.idle_timeout = seconds(raw.idle_timeout_s);
   o.server.shutdown_grace = seconds(raw.shutdown_grace_s);
   o.server.access_log = !vm["no-access-log"].as<bool>();
+  o.web_ui = !vm["no-ui"].as<bool>();
   o.loader.kv_cache_bytes = raw.kv_cache_mb << 20;
   o.loader.max_waiting_requests = raw.max_queue;
   o.server.max_queued_preparations = raw.max_queue;  // the prep queue counts too
@@ -315,6 +325,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   izwi::server::Server& server = *constructed;
+  if (options.web_ui) server.serve_web_ui(izwi_web_ui_files());
 
   // Startup models are queued before the server listens, so /health says 503
   // until they are in (they load on the registry's thread while the server
@@ -352,11 +363,12 @@ int main(int argc, char** argv) {
                  static_cast<unsigned>(options.server.port), e.what());
     return 1;
   }
-  std::fprintf(stderr, "izwi-server: listening on http://%s:%u (%zu HTTP threads%s%s)\n", options.server.host.c_str(),
-               static_cast<unsigned>(server.port()), options.server.io_threads,
+  std::fprintf(stderr, "izwi-server: listening on http://%s:%u (%zu HTTP threads%s%s%s)\n",
+               options.server.host.c_str(), static_cast<unsigned>(server.port()), options.server.io_threads,
                options.server.api_keys.empty() ? ", no API key" : ", API key required",
                options.server.admin_api_keys.empty() ? ", admin endpoints off (no --admin-api-key)"
-                                                     : ", admin key required");
+                                                     : ", admin key required",
+               options.web_ui ? ", web playground at /" : ", no web playground (--no-ui)");
   if (load_failed) server.stop();  // a load that failed before the server started
 
   server.run();  // until SIGINT/SIGTERM

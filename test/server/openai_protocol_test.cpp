@@ -551,6 +551,13 @@ TEST_CASE("model objects and list", "[server][openai]") {
       {"id":"whisper","object":"model","created":1700000001,"owned_by":"izwi"}]})"));
   CHECK(keys(list) == Keys{"object", "data"});
   CHECK(keys(list.at("data").at(0).as_object()) == Keys{"id", "object", "created", "owned_by"});
+
+  // izwi's "tasks" (what /v1/models lists): in the order the model gives them.
+  const std::vector<izwi::Task> whisper_tasks{izwi::Task::asr, izwi::Task::translation};
+  const json::object whisper = round_trip(model_json("whisper", 1700000001, "izwi", whisper_tasks));
+  CHECK(keys(whisper) == Keys{"id", "object", "created", "owned_by", "tasks"});
+  CHECK(whisper.at("tasks") == json::parse(R"(["asr", "translation"])"));
+  CHECK(round_trip(model_json("q", 1, "izwi", std::vector<izwi::Task>{})).at("tasks") == json::array());
 }
 
 TEST_CASE("error envelope", "[server][openai]") {

@@ -244,6 +244,11 @@ void append_json_escaped(std::string& out, std::string_view text);
 /// model runs: "cpu", "opencl:0:0 (...)"; an izwi extension) when not empty.
 boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
                                std::string_view device = {});
+/// The same with izwi's "tasks": what the model serves ("chat", "completion",
+/// "tts", "asr", "translation"), so a client (the web playground) can tell a
+/// chat model from a Whisper without trying. OpenAI's SDK ignores the field.
+boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
+                               std::span<const Task> tasks, std::string_view device = {});
 /// {"object": "list", "data": [...]} of model_json objects.
 boost::json::object model_list_json(boost::json::array models);
 

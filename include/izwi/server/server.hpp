@@ -20,6 +20,7 @@
 //        chunked audio or speech.audio.* events; see speech_api.hpp)
 //   GET, POST /v1/audio/voices, DELETE /v1/audio/voices/{id}  (voices; saved voices)
 //   GET  /health, /livez, /readyz, /metrics          (no API key needed)
+//   GET  /, /ui/{file}       the web playground, when served (serve_web_ui)
 //   GET  /v1/admin/models, /v1/admin/models/{id}  (admin key: admin_api_keys)
 //   POST /v1/admin/models/{id}/load, /v1/admin/models/{id}/unload
 //   HEAD on every GET route (GET's headers, no body)
@@ -41,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -53,6 +55,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "izwi/server/api_error.hpp"
+#include "izwi/server/embedded_file.hpp"
 #include "izwi/server/http/auth.hpp"
 #include "izwi/server/http/limits.hpp"
 #include "izwi/server/http/listener.hpp"
@@ -171,6 +174,20 @@ class Server final : private http::SessionHost {
   /// as 429 (503 while shutting down), anything else a 500 whose details go to
   /// the log only.
   http::Response exception_response(std::exception_ptr failure, const std::string& request_id, unsigned version);
+
+  /// Serves the web playground from `files` (izwi-server's are ui/ of the
+  /// source tree, embedded at build time by cmake/izwiEmbedFiles.cmake):
+  /// GET "/" and "/ui/<name>", open routes (the page asks for the API key
+  /// itself and holds nothing secret). `files` must outlive the server. Each
+  /// answer carries the file's Content-Type; ETag "<digest>" (If-None-Match
+  /// naming it: 304 without the body); Cache-Control "no-cache" (revalidate
+  /// first) for the page and for a file asked for without ?v=<its digest>,
+  /// "public, max-age=31536000, immutable" with it (the page links files so:
+  /// their URL changes when they do); a Content-Security-Policy allowing this
+  /// server's own scripts, styles and requests and blob: audio only; and
+  /// X-Content-Type-Options: nosniff, Referrer-Policy: no-referrer.
+  /// Call before start().
+  void serve_web_ui(std::span<const EmbeddedFile> files);
 
   /// Adds a route, or replaces the handler of an existing (method, pattern)
   /// (the audio endpoints are meant to be replaced so). Call before start().

@@ -16,6 +16,8 @@
 //                               ["words": [{"word", "start", "end"}]], "usage"}
 //                 stream        data: {"type": "transcript.text.delta", "delta"[, "logprobs"]}
 //                               ... data: {"type": "transcript.text.done", "text"[, "logprobs"], "usage"}
+//                               (with response_format verbose_json, izwi adds verbose_json's
+//                               "language", "duration" and "segments" to the done event)
 //
 // Pure like openai.hpp: Boost.JSON and the form parser, no Beast, no engine.
 // Parse errors are ApiError 400 naming the field.

@@ -187,6 +187,20 @@ describe("/v1/audio/transcriptions", () => {
     for (const lp of done.logprobs) assert.ok(typeof lp.token === "string" && lp.logprob <= 0 && Array.isArray(lp.bytes));
   });
 
+  test("stream=true with verbose_json: the done event carries verbose_json's segments (izwi's extension)", async () => {
+    const r = await upload([["stream", "true"], ["response_format", "verbose_json"],
+                            ["timestamp_granularities[]", "segment"]]);
+    assert.equal(r.status, 200, r.text);
+    const {events, problems} = parseSse(r.text);
+    assert.deepEqual(problems, []);
+    const done = JSON.parse(events.at(-1));
+    assert.equal(done.type, "transcript.text.done");
+    assert.equal(done.text, verbose.json.text);
+    assert.deepEqual(done.segments, verbose.json.segments, "the segments of the non-streamed verbose_json");
+    assert.equal(done.language, verbose.json.language);
+    assert.equal(done.duration, verbose.json.duration);
+  });
+
   test("chunking_strategy auto: under 30 s the VAD path is the sequential one (the same text)", async () => {
     const r = await upload([["chunking_strategy", "auto"]]);
     assert.equal(r.status, 200, r.text);

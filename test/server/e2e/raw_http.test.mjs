@@ -161,7 +161,8 @@ describe("413: bodies over the limit", () => {
 
 describe("404 and 405", () => {
   test("unknown routes", async () => {
-    for (const p of ["/v1/nope", "/v2/chat/completions", "/", "/v1/models/no-such-model"]) {
+    // (GET / is the web playground unless --no-ui: ui_serving.test.mjs.)
+    for (const p of ["/v1/nope", "/v2/chat/completions", "/ui/no-such-file.js", "/v1/models/no-such-model"]) {
       const e = checkErrorEnvelope(assert, await request(server, {path: p, headers: auth}), 404, `GET ${p}`);
       assert.ok(typeof e.type === "string");
     }

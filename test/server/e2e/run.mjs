@@ -3,7 +3,8 @@
 //   node run.mjs --server=BIN --make-model=BIN --node-modules=DIR --work=DIR
 //                [--promtool=BIN] [--require-promtool]
 //                [--make-whisper=BIN --fixtures=DIR --require-whisper] [--require-opencl]
-//                [--make-tts=BIN --audio-info=BIN --require-tts] TEST.mjs...
+//                [--make-tts=BIN --audio-info=BIN --require-tts]
+//                [--require-chromium [--chromium=BIN]] TEST.mjs...
 //
 // (--key=value: CMake passes an empty value where a target is not built.)
 //
@@ -12,6 +13,9 @@
 // Qwen3 checkpoint once per build tree (tiny: hidden 64, 2 layers, the real
 // Qwen3 tokenizer and vocabulary) — and, with --require-whisper, a random-weight
 // Whisper (tiny shape, the real tokenizer, from ../shared/fixtures/whisper) —
+// — with --make-tts, a random-weight Qwen3-TTS when that tool is built; with
+// --require-chromium, a headless Chromium that playwright-core (from the npm
+// references) can start, else SKIPPED —
 // then runs `node --test` on the files.
 import {spawnSync} from "node:child_process";
 import fs from "node:fs";
@@ -130,16 +134,18 @@ if (opts.requireWhisper !== undefined) {
   }
 }
 
-// The Qwen3-TTS checkpoint (speech suite): izwi-make-random-qwen3-tts's small
-// shape with the real Qwen3 tokenizer; the directory's name is the model id.
+// The Qwen3-TTS checkpoints (the speech suite's, --require-tts; the web
+// playground's suite takes the CustomVoice one whenever
+// izwi-make-random-qwen3-tts is built): the small shape with the real Qwen3
+// tokenizer; the directory's name is the model id.
 let tts = "";
 let ttsBase = "";
-if (opts.requireTts !== undefined) {
+if (opts.requireTts !== undefined || (opts.makeTts && fs.existsSync(opts.makeTts))) {
   if (!opts.makeTts || !fs.existsSync(opts.makeTts))
     skip(`izwi-make-random-qwen3-tts (${opts.makeTts || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
-  if (!opts.audioInfo || !fs.existsSync(opts.audioInfo))
+  if (opts.requireTts !== undefined && (!opts.audioInfo || !fs.existsSync(opts.audioInfo)))
     skip(`izwi-audio-info (${opts.audioInfo || "not configured"}) is not built (IZWI_BUILD_TOOLS=OFF?)`);
-  // A CustomVoice (named speakers) and a Base (voice cloning: a speaker encoder).
+  // A CustomVoice (named speakers) and, for the speech suite, a Base (voice cloning: a speaker encoder).
   const makeTts = (name, ttsArgs) => {
     const dir = path.join(opts.work, name);
     const stamp = path.join(dir, "izwi-e2e-args.json");
@@ -166,13 +172,36 @@ if (opts.requireTts !== undefined) {
     return dir;
   };
   tts = makeTts("izwi-e2e-qwen3-tts", ["--shape", "small", "--seed", "3"]);
-  ttsBase = makeTts("izwi-e2e-qwen3-tts-base", ["--shape", "small", "--model-type", "base", "--seed", "4"]);
+  if (opts.requireTts !== undefined)
+    ttsBase = makeTts("izwi-e2e-qwen3-tts-base", ["--shape", "small", "--model-type", "base", "--seed", "4"]);
+}
+
+// A browser for the web playground's suite: Debian's chromium (or
+// IZWI_CHROMIUM / --chromium), driven by playwright-core. Started once here
+// so that a browser which cannot start is a SKIP with its reason, not a failure.
+let chromium = "";
+if (opts.requireChromium !== undefined) {
+  const pw = path.join(opts.nodeModules, "playwright-core/package.json");
+  if (!fs.existsSync(pw)) skip(`playwright-core is not in ${opts.nodeModules}; run scripts/install-references.sh`);
+  const candidates = [process.env.IZWI_CHROMIUM, opts.chromium, "/usr/bin/chromium", "/usr/bin/chromium-browser",
+                      "/usr/bin/google-chrome"].filter(Boolean);
+  chromium = candidates.find((c) => fs.existsSync(c)) ?? "";
+  if (!chromium) skip(`no Chromium (looked for ${candidates.join(", ")}; Debian's chromium package, scripts/setup-debian.sh)`);
+  const {createRequire} = await import("node:module");
+  const {chromium: launcher} = createRequire(pw)("playwright-core");
+  try {
+    const browser = await launcher.launch({executablePath: chromium, args: ["--no-sandbox"], timeout: 60000});
+    await browser.close();
+  } catch (e) {
+    skip(`${chromium} cannot start headless: ${String(e.message).split("\n")[0]}`);
+  }
 }
 
 const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...files], {
   stdio: "inherit",
   env: {...process.env, IZWI_SERVER: opts.server, IZWI_E2E_MODEL: model, IZWI_NODE_MODULES: opts.nodeModules,
-        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper, IZWI_E2E_TTS: tts, IZWI_E2E_TTS_BASE: ttsBase,
-        IZWI_AUDIO_INFO: opts.audioInfo ?? ""},
+        IZWI_PROMTOOL: opts.promtool ?? "", IZWI_E2E_WHISPER: whisper, IZWI_CHROMIUM: chromium, IZWI_E2E_TTS: tts,
+        IZWI_E2E_TTS_BASE: ttsBase, IZWI_AUDIO_INFO: opts.audioInfo ?? "",
+        IZWI_E2E_ARTIFACTS: path.join(opts.work, "artifacts")},
 });
 process.exit(r.status ?? 1);

@@ -246,8 +246,16 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
     }
     const boost::json::array* logprobs = lps ? &*lps : nullptr;
     if (p_.streaming) {
-      session_->stream_write(
-          sse::data(boost::json::serialize(openai::transcript_done_event(result.text, result.duration, logprobs))));
+      boost::json::object done = openai::transcript_done_event(result.text, result.duration, logprobs);
+      // izwi's extension: a stream asked for as verbose_json ends with its
+      // language, duration and timestamped segments, which deltas cannot carry.
+      if (p_.format == openai::TranscriptionFormat::verbose_json) {
+        const boost::json::object verbose =
+            openai::verbose_transcription_json(result, p_.translation, openai::VerboseContents{true, nullptr});
+        for (const char* key : {"language", "duration", "segments"})
+          if (const boost::json::value* v = verbose.if_contains(key)) done[key] = *v;
+      }
+      session_->stream_write(sse::data(boost::json::serialize(done)));
       session_->end_stream();
       return;
     }

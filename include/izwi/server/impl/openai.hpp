@@ -557,6 +557,15 @@ inline boost::json::object model_json(std::string_view id, std::int64_t created,
   return model;
 }
 
+inline boost::json::object model_json(std::string_view id, std::int64_t created, std::string_view owned_by,
+                                      std::span<const Task> tasks, std::string_view device) {
+  boost::json::object model = model_json(id, created, owned_by, device);
+  boost::json::array names;
+  for (Task t : tasks) names.emplace_back(izwi::to_string(t));
+  model["tasks"] = std::move(names);
+  return model;
+}
+
 inline boost::json::object model_list_json(boost::json::array models) {
   boost::json::object list;
   list["object"] = "list";

@@ -1,6 +1,7 @@
 #pragma once
 // Server bodies: life cycle, routing, models/health/metrics. The endpoint
-// families live beside it (generation_routes, admin_routes, audio_routes).
+// families live beside it (generation_routes, admin_routes, audio_routes,
+// web_ui_routes).
 // Included by izwi/server/server.hpp.
 
 #include <csignal>
@@ -69,6 +70,7 @@ inline void log_line(const std::string& text) {
 #include "izwi/server/impl/admin_routes.hpp"
 #include "izwi/server/impl/audio_routes.hpp"
 #include "izwi/server/impl/speech_routes.hpp"
+#include "izwi/server/impl/web_ui_routes.hpp"
 
 namespace izwi::server {
 
@@ -448,7 +450,7 @@ inline void Server::list_models(HandlerContext& ctx) {
   boost::json::array data;
   for (const auto& engine : registry_.loaded()) {
     const ModelInfo& info = engine->info();
-    data.push_back(openai::model_json(info.id, info.created, info.owned_by, info.device));
+    data.push_back(openai::model_json(info.id, info.created, info.owned_by, info.tasks, info.device));
   }
   ctx.session->respond(detail::json_response(200, openai::model_list_json(std::move(data)), ctx.request.version()));
 }
@@ -462,7 +464,8 @@ inline void Server::get_model(HandlerContext& ctx) {
                    "model_not_found");
   const ModelInfo& info = engine->info();
   ctx.session->respond(
-      detail::json_response(200, openai::model_json(info.id, info.created, info.owned_by, info.device), ctx.request.version()));
+      detail::json_response(200, openai::model_json(info.id, info.created, info.owned_by, info.tasks, info.device),
+                            ctx.request.version()));
 }
 
 inline void Server::health(HandlerContext& ctx) {

@@ -387,6 +387,9 @@ inline void Session::respond(Response response) {
   if (!exchange_.request_id.empty()) response.set("X-Request-Id", exchange_.request_id);
   response.keep_alive(keep_alive);
   response.prepare_payload();
+  // A 304 has no content, and a Content-Length would have to be the one of
+  // the 200 it stands for (RFC 9110 §8.6): none.
+  if (response.result() == beast::http::status::not_modified) response.erase(beast::http::field::content_length);
   if (head_request_) {
     // HEAD: GET's headers (Content-Length included), never a body (RFC 9110 §9.3.2).
     const std::string length = std::to_string(response.body().size());
