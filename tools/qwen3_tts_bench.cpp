@@ -71,7 +71,7 @@ int main(int argc, char** argv) try {
   }
   const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf) : Qwen3Tts::load(dir);
   const double audio_per_frame = double(model.codec().samples_per_frame()) / model.codec().config().output_sample_rate;
-  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu then %zu frames\n",
+  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu\n",
               model.description().c_str(), threads, frames, first_window, window);
   std::printf("%8s %12s %12s %14s %14s %14s\n", "streams", "total f/s", "audio s/s", "f/s per stream",
               "mean TTFA s", "worst TTFA s");

@@ -15,7 +15,7 @@
 # (test/reference/qwen3_tts_llama_cpp_build.sh).
 #
 # izwi's figure is its engine (Qwen3TtsCpuEngine, what izwi-server runs:
-# talker, code predictor, codec windows of 2 then 8 frames); llama-tts's is
+# talker, code predictor, codec windows of 2, 4, 8, 8, ... frames); llama-tts's is
 # its "timings" total (prompt + generation + vocoder; it does not stream).
 #
 # Honest pairs (bench/quiet_machine.sh): the 1-minute load average must be

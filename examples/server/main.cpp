@@ -160,9 +160,11 @@ po::options_description engine_options(Options& o, RawNumbers& raw) {
        "opencl:P:D: platform P's device D, as --list-devices prints them). Whisper runs on the CPU only: a "
        "Whisper model on an OpenCL server is refused")
       ("list-devices", "print the devices --device can name, then exit")
-      ("scheduling-policy", po::value(&raw.scheduling)->value_name("fcfs|priority")->default_value(raw.scheduling),
+      ("scheduling-policy",
+       po::value(&raw.scheduling)->value_name("fcfs|priority|playback-deadline")->default_value(raw.scheduling),
        "fcfs: arrival order; priority: the request's \"priority\" (lower first, as vLLM), aged so nothing "
-       "starves")
+       "starves (chat models); playback-deadline: speech models serve first the streams whose listeners are "
+       "closest to running out of audio (other models: arrival order)")
       ("kv-cache", po::value(&raw.kv_cache)->value_name("paged|unified")->default_value(raw.kv_cache),
        "paged: a fixed pool of --kv-cache-mb; unified: a share of physical memory "
        "(--kv-cache-memory-fraction) that shrinks the batch under memory pressure (the Metal-style cache)")
@@ -218,7 +220,9 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
 #endif
   if (raw.scheduling == "fcfs") o.loader.scheduling = izwi::server::SchedulingPolicy::fcfs;
   else if (raw.scheduling == "priority") o.loader.scheduling = izwi::server::SchedulingPolicy::priority;
-  else usage_error("--scheduling-policy wants fcfs or priority, got '" + raw.scheduling + "'");
+  else if (raw.scheduling == "playback-deadline")
+    o.loader.scheduling = izwi::server::SchedulingPolicy::playback_deadline;
+  else usage_error("--scheduling-policy wants fcfs, priority or playback-deadline, got '" + raw.scheduling + "'");
   if (raw.kv_cache == "paged") o.loader.kv_cache = izwi::server::KVCacheKind::paged;
   else if (raw.kv_cache == "unified") o.loader.kv_cache = izwi::server::KVCacheKind::unified;
   else usage_error("--kv-cache wants paged or unified, got '" + raw.kv_cache + "'");

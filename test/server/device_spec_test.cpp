@@ -25,7 +25,7 @@ std::string refusal(std::string_view text) {
 
 }  // namespace
 
-TEST_CASE("--device: cpu, opencl and opencl:P:D are read", "[server][device]") {
+TEST_CASE("device flag: cpu, opencl and opencl:P:D are read", "[server][device]") {
   const DeviceSpec cpu = parse_device_spec("cpu");
   CHECK(cpu.kind == DeviceSpec::Kind::cpu);
   CHECK_FALSE(cpu.platform);
@@ -45,7 +45,7 @@ TEST_CASE("--device: cpu, opencl and opencl:P:D are read", "[server][device]") {
   CHECK(to_string(parse_device_spec("opencl:9:9")) == "opencl:9:9");  // parses; opening it is what fails
 }
 
-TEST_CASE("--device: anything else is refused, naming the text and the forms", "[server][device]") {
+TEST_CASE("device flag: anything else is refused, naming the text and the forms", "[server][device]") {
   for (const char* bad : {"gpu", "", "CPU", "cuda", "opencl0", "openclx", "cpu:0", "opencl:", "opencl:0",
                           "opencl:0:", "opencl::0", "opencl:a:0", "opencl:0:b", "opencl:-1:0", "opencl:+1:0",
                           "opencl:0:0:0", "opencl: 0:0", "opencl:99999999999999999999:0"}) {

@@ -1577,7 +1577,7 @@ TEST_CASE("http: speech requests a model cannot serve answer 400 naming the fiel
             .status == 200);
 }
 
-TEST_CASE("http: saved voices are stored, listed and deleted; cloning needs a Base model", "[server][http][speech]") {
+TEST_CASE("http: saved voices are stored, listed and deleted, and cloning needs a Base model", "[server][http][speech]") {
   Harness h(test_config(), speech_options());
   std::vector<float> tone(24000);
   for (std::size_t i = 0; i < tone.size(); ++i) tone[i] = 0.3f * std::sin(0.05f * static_cast<float>(i));

@@ -344,6 +344,34 @@ TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama
     model->shutdown(std::chrono::steady_clock::now() + 1s);
     CHECK(model->status().num_kv_blocks_used == 0);
   }
+  // --scheduling-policy playback-deadline: the same request speaks the same
+  // frames and audio under PlaybackDeadlineScheduler.
+  {
+    auto speak = [](AnyEngine& model) {
+      SpeechSynthesis speech;
+      speech.text = "Hello there.";
+      speech.speaker = "ryan";
+      speech.seed = 9;
+      speech.max_frames = 6;
+      ResponseStream stream = model.submit(model.make_speech_request(speech));
+      std::pair<std::vector<TokenId>, std::vector<float>> heard;
+      while (auto chunk = stream.next()) {
+        heard.first.insert(heard.first.end(), chunk->token_ids.begin(), chunk->token_ids.end());
+        heard.second.insert(heard.second.end(), chunk->audio.begin(), chunk->audio.end());
+      }
+      return heard;
+    };
+    auto fcfs = load_cpu_model("tts", dir, settings);
+    CpuLoaderSettings deadline_settings = settings;
+    deadline_settings.scheduling = SchedulingPolicy::playback_deadline;
+    auto deadline = load_cpu_model("tts", dir, deadline_settings);
+    CHECK_THAT(deadline->info().description, Catch::Contains("playback-deadline scheduling"));
+    CHECK_THAT(fcfs->info().description, Catch::Contains("FCFS scheduling"));
+    const auto a = speak(*fcfs), b = speak(*deadline);
+    CHECK(!a.second.empty());
+    CHECK(a == b);
+    for (auto* m : {&fcfs, &deadline}) (*m)->shutdown(std::chrono::steady_clock::now() + 1s);
+  }
   // A Base checkpoint clones the voice of reference audio (its speaker
   // encoder's x-vector); it has no named speaker to fall back on.
   const fs::path base = fs::current_path() / "loader-qwen3-tts-base";

@@ -39,6 +39,10 @@ namespace izwi::server {
 enum class SchedulingPolicy {
   fcfs,      ///< FcfsScheduler: arrival order
   priority,  ///< PriorityScheduler: the request's `priority` (lower first), aged so nothing starves
+  /// PlaybackDeadlineScheduler for speech models: first the streams whose
+  /// listeners are closest to running out of audio. Text and Whisper models
+  /// are served in arrival order under it (FCFS).
+  playback_deadline,
 };
 /// Which KV cache holds the model's K/V (izwi-server --kv-cache).
 enum class KVCacheKind {

@@ -26,7 +26,7 @@
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/forward_batch.hpp"
-#include "izwi/models/impl/qwen3.hpp"
+#include "izwi/models/qwen3.hpp"
 #include "izwi/models/qwen3_tts_config.hpp"
 
 namespace izwi {

@@ -178,9 +178,11 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
   info.path = path;
   info.tasks = {Task::tts};
   info.untrained = kind.untrained;
+  const bool deadline = settings.scheduling == SchedulingPolicy::playback_deadline;
   info.description = model.description() + ", talker hidden " +
                      std::to_string(config.talker.hidden_size) + " x " + std::to_string(config.talker.num_layers) +
-                     " layers, " + std::to_string(config.speakers.size()) + " speakers, FCFS scheduling, paged KV cache";
+                     " layers, " + std::to_string(config.speakers.size()) + " speakers, " +
+                     (deadline ? "playback-deadline" : "FCFS") + " scheduling, paged KV cache";
   Qwen3TtsCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;
@@ -193,10 +195,14 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
   cache_config.byte_budget = settings.kv_cache_bytes;
   cache_config.enable_prefix_caching = settings.enable_prefix_caching;
   PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
-  auto engine = std::make_unique<Qwen3TtsCpuEngine>(FcfsScheduler(scheduler_config), std::move(cache),
-                                                    std::move(executor), engine_config);
-  info.max_model_len = engine->max_model_len();
-  return std::make_unique<EngineModel<Qwen3TtsCpuEngine>>(std::move(engine), std::move(info));
+  auto serve = [&]<class Engine>(auto scheduler) -> std::unique_ptr<AnyEngine> {
+    auto engine = std::make_unique<Engine>(std::move(scheduler), std::move(cache), std::move(executor), engine_config);
+    info.max_model_len = engine->max_model_len();
+    return std::make_unique<EngineModel<Engine>>(std::move(engine), std::move(info));
+  };
+  if (deadline)
+    return serve.template operator()<Qwen3TtsCpuDeadlineEngine>(PlaybackDeadlineScheduler(scheduler_config));
+  return serve.template operator()<Qwen3TtsCpuEngine>(FcfsScheduler(scheduler_config));
 }
 
 }  // namespace detail
