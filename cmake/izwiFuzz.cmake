@@ -9,7 +9,7 @@
 # Three tests, chained by CTest fixtures so `ctest -L fuzz` runs them in order:
 #   <name>.build  builds the fuzzer (custom target <name>; not part of `all`)
 #   <name>.seeds  runs SEEDS_COMMAND with the seed folder appended (if given)
-#   <name>        runs the fuzzer for SECONDS (default 20) over
+#   <name>        runs the fuzzer for SECONDS (default 10, to keep the CI run within its budget) over
 #                 <build>/<name>/corpus (new inputs) and <build>/<name>/seeds;
 #                 it passes when no input crashes, leaks, hangs past 10 s or
 #                 exceeds 2 GiB.
@@ -34,7 +34,7 @@ function(izwi_add_fuzz_test)
     endif()
   endif()
   if(NOT ARG_SECONDS)
-    set(ARG_SECONDS 20)
+    set(ARG_SECONDS 10)
   endif()
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}")

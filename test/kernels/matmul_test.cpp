@@ -162,7 +162,7 @@ TEST_CASE("matmul_batch_invariant: a row's result is bit-identical in any batch,
     for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
       const std::size_t k = dtype == DType::q8_0 ? 160 : 67, n = 37;
       const auto w = kernel_test::make_weights(dtype, n, k, 11);
-      const auto x = kernel_test::random_floats(40 * k, 12);
+      const auto x = kernel_test::random_floats(41 * k, 12);  // row 0, then up to 40 more
       // Row 0 of x alone, then the same values as row r of batches of every path's size.
       std::vector<float> alone(n);
       kernels.matmul_batch_invariant(x.data(), k, 1, w.matrix, alone.data(), n, pool);

@@ -1,5 +1,5 @@
 // izwi-server soak (issue 11, "Tests"): 32 clients on loopback for a bounded
-// time (IZWI_SOAK_SECONDS, default 90) mixing plain and streamed requests,
+// time (IZWI_SOAK_SECONDS, default 45) mixing plain and streamed requests,
 // aborts mid-stream, clients gone before the first token, pipelining (also
 // followed by a hang-up), half-closed clients and bad inputs, while an admin
 // unloads the model and loads it again every IZWI_SOAK_RELOAD_SECONDS (20).
@@ -22,7 +22,7 @@ import {
   streamRequest, waitForIdleEngine,
 } from "./harness.mjs";
 
-const SECONDS = Number(process.env.IZWI_SOAK_SECONDS || 90);
+const SECONDS = Number(process.env.IZWI_SOAK_SECONDS || 45);
 const RELOAD_SECONDS = Number(process.env.IZWI_SOAK_RELOAD_SECONDS || 20);
 const CLIENTS = Number(process.env.IZWI_SOAK_CLIENTS || 32);
 const KEY = "sk-izwi-soak";
