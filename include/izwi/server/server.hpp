@@ -46,6 +46,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -216,6 +217,15 @@ class Server final : private http::SessionHost {
   void shutdown_sequence();
 
   // Handlers.
+  /// Runs `prepare()` (parsing, tokenizing, decoding an upload: milliseconds
+  /// to seconds) on a preparation thread, never an I/O thread, then
+  /// `start(session, prepared)` on the connection's strand; an exception from
+  /// `prepare` becomes its error answer. Whatever `prepare` captured (the
+  /// body) is freed before `start` runs. Requests waiting for a preparation
+  /// thread count against --max-queue: without that, a flood of large bodies
+  /// would queue without bound in front of the engines' own limits.
+  template <class Prepare, class Start>
+  void prepare_then_start(HandlerContext& ctx, std::string_view waiting_for, Prepare prepare, Start start);
   void generate(HandlerContext& ctx, bool chat);
   detail::PreparedGeneration prepare_chat(const std::string& body);
   detail::PreparedGeneration prepare_completion(const std::string& body);

@@ -402,38 +402,15 @@ inline void Server::transcribe(HandlerContext& ctx, Task task) {
   // milliseconds to seconds: on the preparation threads, as chat prompts.
   // No model serves the task at all: say so before looking into the upload.
   if (loaded_model_names(task) == "none") audio_unavailable(ctx, task);
-  std::shared_ptr<http::Session> session = ctx.session;
-  const unsigned version = ctx.request.version();
-  if (config_.max_queued_preparations != 0 && preparing_.load() >= config_.max_queued_preparations)
-    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) +
-                                      " are waiting to be prepared (--max-queue " +
-                                      std::to_string(config_.max_queued_preparations) + ")");
-  ++preparing_;
-  std::string content_type(ctx.request[boost::beast::http::field::content_type]);
-  boost::asio::post(prep_pool_, [this, session, version, task, content_type = std::move(content_type),
-                                 body = std::move(ctx.request.body())]() mutable {
-    std::optional<detail::PreparedTranscription> prepared;
-    std::exception_ptr failure;
-    try {
-      prepared = prepare_transcription(content_type, body, task);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    body = std::string();  // the upload is decoded: free it before the transcription runs
-    --preparing_;
-    boost::asio::post(session->get_executor(), [this, session, version, failure,
-                                                prepared = std::move(prepared)]() mutable {
-      session->run_guarded([&] {
-        if (failure) {
-          session->respond(exception_response(failure, session->exchange().request_id, version));
-          return;
-        }
-        auto job = std::make_shared<detail::TranscriptionJob>(session, std::move(*prepared),
+  prepare_then_start(
+      ctx, "to be prepared",
+      [this, task, content_type = std::string(ctx.request[boost::beast::http::field::content_type]),
+       body = std::move(ctx.request.body())] { return prepare_transcription(content_type, body, task); },
+      [this](const std::shared_ptr<http::Session>& session, detail::PreparedTranscription prepared) {
+        auto job = std::make_shared<detail::TranscriptionJob>(session, std::move(prepared),
                                                               [this] { return draining(); }, work_executor());
         job->start();  // a client already gone cancels it at once
       });
-    });
-  });
 }
 
 }  // namespace izwi::server

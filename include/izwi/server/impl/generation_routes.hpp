@@ -297,44 +297,51 @@ inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool
 
 }  // namespace detail
 
-inline void Server::generate(HandlerContext& ctx, bool chat) {
-  // Parsing a large body and tokenizing its prompt take milliseconds to
-  // seconds: that runs on the preparation threads, never on an I/O thread.
-  // The answer comes back to the connection's strand.
+template <class Prepare, class Start>
+void Server::prepare_then_start(HandlerContext& ctx, std::string_view waiting_for, Prepare prepare, Start start) {
+  using Prepared = std::invoke_result_t<Prepare&>;
   std::shared_ptr<http::Session> session = ctx.session;
   const unsigned version = ctx.request.version();
-  // Requests waiting for a preparation thread count against the queue
-  // limit too: without this, a flood of large prompts queues without bound
-  // in front of the engines' own max_waiting_requests.
   if (config_.max_queued_preparations != 0 && preparing_.load() >= config_.max_queued_preparations)
-    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) +
-                                      " are waiting to be parsed and tokenized (--max-queue " +
+    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) + " are waiting " +
+                                      std::string(waiting_for) + " (--max-queue " +
                                       std::to_string(config_.max_queued_preparations) + ")");
   ++preparing_;
-  boost::asio::post(prep_pool_, [this, session, version, chat, body = std::move(ctx.request.body())]() mutable {
-    std::optional<detail::PreparedGeneration> prepared;
+  boost::asio::post(prep_pool_, [this, session, version, prepare = std::move(prepare),
+                                 start = std::move(start)]() mutable {
+    std::optional<Prepared> prepared;
     std::exception_ptr failure;
     try {
-      prepared = chat ? prepare_chat(body) : prepare_completion(body);
+      prepared.emplace(prepare());
     } catch (...) {
       failure = std::current_exception();
     }
+    { [[maybe_unused]] Prepare done = std::move(prepare); }  // frees the body before the job runs
     --preparing_;
-    boost::asio::post(session->get_executor(), [this, session, version, failure,
-                                                prepared = std::move(prepared)]() mutable {
+    boost::asio::post(session->get_executor(), [this, session, version, failure, prepared = std::move(prepared),
+                                                start = std::move(start)]() mutable {
       session->run_guarded([&] {
         if (failure) {
           session->respond(exception_response(failure, session->exchange().request_id, version));
           return;
         }
-        const std::string model = prepared->engine->info().id;
-        auto job = std::make_shared<detail::GenerationJob>(
-            session, std::move(prepared->engine), std::move(prepared->stream), prepared->kind, prepared->streaming,
-            prepared->include_usage, prepared->logprobs, prepared->prompt_tokens, model);
-        job->start();  // a client already gone cancels it at once
+        start(session, std::move(*prepared));
       });
     });
   });
+}
+
+inline void Server::generate(HandlerContext& ctx, bool chat) {
+  prepare_then_start(
+      ctx, "to be parsed and tokenized",
+      [this, chat, body = std::move(ctx.request.body())] { return chat ? prepare_chat(body) : prepare_completion(body); },
+      [](const std::shared_ptr<http::Session>& session, detail::PreparedGeneration prepared) {
+        const std::string model = prepared.engine->info().id;
+        auto job = std::make_shared<detail::GenerationJob>(
+            session, std::move(prepared.engine), std::move(prepared.stream), prepared.kind, prepared.streaming,
+            prepared.include_usage, prepared.logprobs, prepared.prompt_tokens, model);
+        job->start();  // a client already gone cancels it at once
+      });
 }
 
 inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) {

@@ -323,35 +323,12 @@ inline std::string voice_list_for_error(const SpeechVoices& voices) {
 inline void Server::speech(HandlerContext& ctx) {
   // No model speaks at all: say so before looking into the body.
   if (loaded_model_names(Task::tts) == "none") audio_unavailable(ctx, Task::tts);
-  std::shared_ptr<http::Session> session = ctx.session;
-  const unsigned version = ctx.request.version();
-  if (config_.max_queued_preparations != 0 && preparing_.load() >= config_.max_queued_preparations)
-    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) +
-                                      " are waiting to be prepared (--max-queue " +
-                                      std::to_string(config_.max_queued_preparations) + ")");
-  ++preparing_;
-  boost::asio::post(prep_pool_, [this, session, version, body = std::move(ctx.request.body())]() mutable {
-    std::optional<detail::PreparedSpeech> prepared;
-    std::exception_ptr failure;
-    try {
-      prepared = prepare_speech(body);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    body = std::string();
-    --preparing_;
-    boost::asio::post(session->get_executor(), [this, session, version, failure,
-                                                prepared = std::move(prepared)]() mutable {
-      session->run_guarded([&] {
-        if (failure) {
-          session->respond(exception_response(failure, session->exchange().request_id, version));
-          return;
-        }
-        auto job = std::make_shared<detail::SpeechJob>(session, std::move(*prepared), metrics_);
+  prepare_then_start(
+      ctx, "to be prepared", [this, body = std::move(ctx.request.body())] { return prepare_speech(body); },
+      [this](const std::shared_ptr<http::Session>& session, detail::PreparedSpeech prepared) {
+        auto job = std::make_shared<detail::SpeechJob>(session, std::move(prepared), metrics_);
         job->start();  // a client already gone cancels it at once
       });
-    });
-  });
 }
 
 /// The voice as the model takes it: a saved voice's recording, a speaker, or
