@@ -48,22 +48,9 @@ std::unique_ptr<E> make_engine(EngineOptions options = {}) {
   return std::make_unique<E>(Scheduler(scheduler), std::move(cache), std::move(executor));
 }
 
-Qwen3TtsRequest request(std::vector<TokenId> text, std::string language, std::string speaker,
-                        Qwen3TtsSampling sampling, std::uint32_t max_frames) {
-  Qwen3TtsRequest r;
-  r.text_tokens = std::move(text);
-  r.language = std::move(language);
-  r.speaker = std::move(speaker);
-  r.sampling = sampling;
-  r.sampling.max_frames = max_frames;
-  return r;
-}
+constexpr auto* request = &testing::qwen3_tts_request;
 
-Qwen3TtsSampling seeded(std::uint64_t seed) {
-  Qwen3TtsSampling s;
-  s.seed = seed;
-  return s;
-}
+constexpr auto* seeded = &testing::seeded_sampling;
 
 const std::vector<Qwen3TtsRequest>& mixed_requests() {
   static const std::vector<Qwen3TtsRequest> r = [] {

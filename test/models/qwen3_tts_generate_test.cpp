@@ -25,16 +25,7 @@ const Qwen3Tts& model() {
   return m;
 }
 
-Qwen3TtsRequest request(std::vector<TokenId> text, std::string language, std::string speaker,
-                        Qwen3TtsSampling sampling, std::uint32_t max_frames) {
-  Qwen3TtsRequest r;
-  r.text_tokens = std::move(text);
-  r.language = std::move(language);
-  r.speaker = std::move(speaker);
-  r.sampling = sampling;
-  r.sampling.max_frames = max_frames;
-  return r;
-}
+constexpr auto* request = &testing::qwen3_tts_request;
 
 std::vector<Qwen3TtsCodes> generate(std::span<const Qwen3TtsRequest> requests) {
   detail::ThreadPool pool(2);
@@ -52,11 +43,7 @@ Qwen3TtsRequest instructed(Qwen3TtsRequest r, std::vector<TokenId> instruction) 
   return r;
 }
 
-Qwen3TtsSampling seeded(std::uint64_t seed) {
-  Qwen3TtsSampling s;
-  s.seed = seed;
-  return s;
-}
+constexpr auto* seeded = &testing::seeded_sampling;
 
 }  // namespace
 

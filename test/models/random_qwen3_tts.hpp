@@ -7,12 +7,18 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 #include <system_error>
 
 #include <unistd.h>
+
+#include "izwi/models/qwen3_tts.hpp"
 
 namespace izwi::testing {
 
@@ -36,6 +42,35 @@ inline std::filesystem::path random_qwen3_tts(const std::string& model_type = "c
     REQUIRE(std::filesystem::exists(dir / "speech_tokenizer/model.safetensors"));
   }
   return dir;
+}
+
+/// A speech request in the tests' shorthand.
+inline Qwen3TtsRequest qwen3_tts_request(std::vector<TokenId> text, std::string language, std::string speaker,
+                                         Qwen3TtsSampling sampling, std::uint32_t max_frames) {
+  Qwen3TtsRequest r;
+  r.text_tokens = std::move(text);
+  r.language = std::move(language);
+  r.speaker = std::move(speaker);
+  r.sampling = sampling;
+  r.sampling.max_frames = max_frames;
+  return r;
+}
+
+/// Upstream's sampling with a seed.
+inline Qwen3TtsSampling seeded_sampling(std::uint64_t seed) {
+  Qwen3TtsSampling s;
+  s.seed = seed;
+  return s;
+}
+
+/// What Qwen3Tts::load(dir) throws, or "(loaded without error)".
+inline std::string qwen3_tts_load_error(const std::filesystem::path& dir) {
+  try {
+    (void)Qwen3Tts::load(dir);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(loaded without error)";
 }
 
 }  // namespace izwi::testing
