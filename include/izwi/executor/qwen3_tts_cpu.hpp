@@ -40,6 +40,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "izwi/concepts/executor.hpp"
@@ -124,12 +125,14 @@ class Qwen3TtsCpuExecutor {
   std::vector<detail::CpuOps::attention_sequence> sequences_;
   std::vector<TokenId> texts_;
   std::vector<std::size_t> text_targets_;
+  std::vector<std::pair<std::size_t, const float*>> frame_texts_;  // generated rows and the text row they add
   std::vector<float> text_out_, hidden_, logits_;
   std::vector<Spoken> spoken_;
   std::vector<std::int32_t> frames_;
   std::vector<detail::Qwen3TtsFrameJob> jobs_;
   std::vector<std::vector<float>> pcm_;
   std::vector<Qwen3TtsCodecStream> windows_;
+  std::vector<std::size_t> window_of_;  // spoken_ index -> windows_ index (-1: none this step)
 };
 
 }  // namespace izwi

@@ -52,8 +52,7 @@ inline Qwen3TtsCpuExecutor::Stream& Qwen3TtsCpuExecutor::stream_for(const Schedu
 inline void Qwen3TtsCpuExecutor::input_rows(const StepPlan& plan, float* x) {
   const Qwen3TtsConfig& c = model_->config();
   const std::size_t h = compute_.hidden(), groups = c.num_code_groups;
-  texts_.clear(), text_targets_.clear();
-  std::vector<std::pair<std::size_t, const float*>> frame_texts;
+  texts_.clear(), text_targets_.clear(), frame_texts_.clear();
   std::size_t row = 0;
   for (const ScheduledSequence& seq : plan.sequences) {
     Stream& s = stream_for(seq);
@@ -67,7 +66,7 @@ inline void Qwen3TtsCpuExecutor::input_rows(const StepPlan& plan, float* x) {
         if (s.codes.size() < (k + 1) * groups)
           throw error("Qwen3-TTS: request " + std::to_string(seq.id) + " has no codes for frame " + std::to_string(k));
         compute_.add_frame_row(std::span(s.codes).subspan(k * groups, groups), out);
-        frame_texts.emplace_back(row, k < s.trailing_rows.size() / h ? s.trailing_rows.data() + k * h
+        frame_texts_.emplace_back(row, k < s.trailing_rows.size() / h ? s.trailing_rows.data() + k * h
                                                                      : compute_.pad_row().data());
         continue;
       }
@@ -92,7 +91,7 @@ inline void Qwen3TtsCpuExecutor::input_rows(const StepPlan& plan, float* x) {
   compute_.text_rows(texts_, text_out_.data());
   for (std::size_t j = 0; j < texts_.size(); ++j)
     for (std::size_t k = 0; k < h; ++k) x[text_targets_[j] * h + k] += text_out_[j * h + k];
-  for (const auto& [target, text] : frame_texts)
+  for (const auto& [target, text] : frame_texts_)
     for (std::size_t k = 0; k < h; ++k) x[target * h + k] += text[k];
 }
 
@@ -174,14 +173,14 @@ inline void Qwen3TtsCpuExecutor::decode_audio(StepResult& result) {
   const std::size_t groups = model_->config().num_code_groups;
   windows_.clear();
   pcm_.resize(std::max(pcm_.size(), spoken_.size()));
-  std::vector<std::size_t> window_of(spoken_.size(), static_cast<std::size_t>(-1));
+  window_of_.assign(spoken_.size(), static_cast<std::size_t>(-1));
   for (std::size_t i = 0; i < spoken_.size(); ++i) {
     Stream& s = *spoken_[i].stream;
     const std::size_t frames = s.codes.size() / groups, pending = frames - s.frames_decoded;
     if (pending == 0 || (pending < s.next_window && !spoken_[i].ends)) continue;
     s.next_window = std::min(2 * s.next_window, s.window);
     pcm_[i].clear();
-    window_of[i] = windows_.size();
+    window_of_[i] = windows_.size();
     windows_.push_back({&s.codec, std::span(s.codes).subspan(s.frames_decoded * groups), &pcm_[i]});
     s.frames_decoded = frames;
   }
@@ -191,7 +190,7 @@ inline void Qwen3TtsCpuExecutor::decode_audio(StepResult& result) {
     SequenceOutput out;
     out.id = spoken_[i].seq->id;
     out.token = spoken_[i].token;
-    if (window_of[i] != static_cast<std::size_t>(-1)) {
+    if (window_of_[i] != static_cast<std::size_t>(-1)) {
       out.audio_begin = static_cast<std::uint32_t>(result.audio.size());
       out.audio_count = static_cast<std::uint32_t>(pcm_[i].size());
       result.audio.insert(result.audio.end(), pcm_[i].begin(), pcm_[i].end());
