@@ -7,8 +7,9 @@
 //
 // Audio as Qwen3-TTS produces it: every sampled token is one frame of
 // 1920 samples at 24 kHz (80 ms); the codec decodes a stream's frames in
-// windows, the first after `first_window_frames`, then every `window_frames`,
-// and whatever is left when the stream ends. A step costs
+// windows as Qwen3TtsCpuExecutor does: the first after `first_window_frames`,
+// each next one twice the last up to `window_frames`, and whatever is left
+// when the stream ends. A step costs
 //   per_step + per_sampling_sequence * (sequences that sample a frame)
 //            + per_prefill_token * (tokens computed beyond one per sequence)
 // simulated seconds: weights read once per step, a talker decode plus fifteen
@@ -136,6 +137,7 @@ SimulationReport simulate(S& scheduler, K& kv, const std::vector<SimulatedStream
     std::size_t frames_done = 0;
     std::size_t undelivered = 0;
     bool delivered_any = false;
+    std::size_t next_window = 0;  ///< frames the next window waits for (0: the first window's)
     std::vector<std::pair<double, double>> deliveries;
   };
   SimulationReport report;
@@ -217,8 +219,9 @@ SimulationReport simulate(S& scheduler, K& kv, const std::vector<SimulatedStream
       ++l.frames_done;
       ++l.undelivered;
       const bool last = l.frames_done == spec.frames;
-      const std::size_t window = l.delivered_any ? format.window_frames : format.first_window_frames;
+      const std::size_t window = l.next_window ? l.next_window : format.first_window_frames;
       if (spec.audio && (l.undelivered >= window || last)) {
+        l.next_window = std::min<std::size_t>(2 * window, format.window_frames);
         out.audio_begin = static_cast<std::uint32_t>(result.audio.size());
         out.audio_count = static_cast<std::uint32_t>(l.undelivered * format.samples_per_frame);
         result.audio.resize(result.audio.size() + out.audio_count, 0.0f);
