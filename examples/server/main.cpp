@@ -79,6 +79,7 @@ struct RawNumbers {
   std::size_t max_body_mb = 25, kv_cache_mb = 1024, max_queue = 256;
   double max_audio_s = 3600;
   std::string vad_model;
+  std::string voices_dir;
   long header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 30, shutdown_grace_s = 30;
   std::string scheduling = "fcfs", kv_cache = "paged", device = "cpu";
   std::vector<std::string> models;
@@ -97,7 +98,7 @@ po::options_description model_options(RawNumbers& raw) {
 }
 
 po::options_description audio_options(RawNumbers& raw) {
-  po::options_description d("Transcription (Whisper models)");
+  po::options_description d("Audio (transcription and speech)");
   d.add_options()
       ("max-audio-s", po::value(&raw.max_audio_s)->value_name("S")->default_value(raw.max_audio_s, "3600")
                           ->notifier([](double s) {
@@ -106,7 +107,10 @@ po::options_description audio_options(RawNumbers& raw) {
        "longest upload accepted by /v1/audio/transcriptions and /translations (longer: 413)")
       ("vad-model", po::value(&raw.vad_model)->value_name("PATH"),
        "Silero VAD weights for chunking_strategy (default: assets/silero-vad/silero_vad_v5_16k.safetensors of "
-       "the source tree when present; without: an energy VAD)");
+       "the source tree when present; without: an energy VAD)")
+      ("voices-dir", po::value(&raw.voices_dir)->value_name("DIR"),
+       "keep the voices saved with POST /v1/audio/voices in DIR (created when missing), so they survive restarts "
+       "(default: in memory only)");
   return d;
 }
 
@@ -218,6 +222,7 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
     o.server.vad_model = std::filesystem::path(IZWI_DEFAULT_VAD_MODEL);
   }
 #endif
+  if (!raw.voices_dir.empty()) o.server.voices_dir = std::filesystem::path(raw.voices_dir);
   if (raw.scheduling == "fcfs") o.loader.scheduling = izwi::server::SchedulingPolicy::fcfs;
   else if (raw.scheduling == "priority") o.loader.scheduling = izwi::server::SchedulingPolicy::priority;
   else if (raw.scheduling == "playback-deadline")
@@ -324,8 +329,8 @@ int main(int argc, char** argv) {
   try {
     constructed.emplace(options.server, registry);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "izwi-server: cannot load the VAD model %s: %s\n",
-                 options.server.vad_model ? options.server.vad_model->string().c_str() : "", e.what());
+    // The VAD model or the voices directory.
+    std::fprintf(stderr, "izwi-server: cannot start: %s\n", e.what());
     return 2;
   }
   izwi::server::Server& server = *constructed;

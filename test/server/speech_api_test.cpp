@@ -9,6 +9,9 @@
 #include <boost/json/parse.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -34,6 +37,30 @@ double zero_crossings_per_second(const std::vector<float>& x, std::size_t from, 
   std::size_t n = 0;
   for (std::size_t i = from + 1; i < to; ++i) n += (x[i - 1] < 0) != (x[i] < 0);
   return static_cast<double>(n) * 24000.0 / static_cast<double>(to - from);
+}
+
+/// A recording for the voice-store tests: raw float32 samples. The decoder
+/// refuses "undecodable", as the audio decoder refuses a damaged file.
+std::shared_ptr<const std::vector<float>> decode_raw_floats(std::string_view bytes) {
+  if (bytes == "undecodable") throw std::runtime_error("the recording does not decode");
+  auto samples = std::make_shared<std::vector<float>>(bytes.size() / sizeof(float));
+  std::memcpy(samples->data(), bytes.data(), samples->size() * sizeof(float));
+  return samples;
+}
+
+std::string raw_floats(const std::vector<float>& samples) {
+  return std::string(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
+}
+
+/// A fresh, empty directory under the system's temporary one.
+std::filesystem::path fresh_directory(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("izwi-" + name + "-" + make_response_id(""));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream(file, std::ios::binary) << text;
 }
 
 }  // namespace
@@ -161,4 +188,97 @@ TEST_CASE("TimeStretcher: exact length, pitch kept, reproducible", "[audio][spee
   }
   CHECK_THROWS_AS(izwi::audio::TimeStretcher(24000, 4.5), izwi::invalid_argument);
   CHECK_THROWS_AS(izwi::audio::TimeStretcher(24000, 0.2), izwi::invalid_argument);
+}
+
+TEST_CASE("VoiceStore in a directory: saved voices survive a restart, deleted ones do not", "[server][speech]") {
+  const auto dir = fresh_directory("voices");
+  const std::vector<float> tone{0.25f, -0.5f, 0.125f, 1.0f / 3.0f}, hum{0.1f, 0.2f};
+  std::string tone_id, hum_id;
+  {
+    VoiceStore store;
+    CHECK(store.persist_in(dir, decode_raw_floats).empty());  // created, nothing to load
+    REQUIRE(std::filesystem::is_directory(dir));
+    tone_id = store.add("tone", std::make_shared<std::vector<float>>(tone), 24000, "A tone.", raw_floats(tone)).id;
+    hum_id = store.add("hum", std::make_shared<std::vector<float>>(hum), 24000, "", raw_floats(hum)).id;
+    CHECK(std::filesystem::is_regular_file(dir / (tone_id + ".json")));
+    CHECK(std::filesystem::is_regular_file(dir / (tone_id + ".recording")));
+  }
+  {
+    VoiceStore restarted;
+    CHECK(restarted.persist_in(dir, decode_raw_floats).empty());
+    const auto voice = restarted.find(tone_id);
+    REQUIRE(voice);
+    CHECK(voice->name == "tone");
+    CHECK(voice->reference_text == "A tone.");
+    CHECK(voice->sample_rate == 24000);
+    CHECK(*voice->samples == tone);  // bit for bit
+    CHECK(restarted.list().size() == 2);
+    CHECK(restarted.remove(hum_id));
+    CHECK_FALSE(std::filesystem::exists(dir / (hum_id + ".json")));
+    CHECK_FALSE(std::filesystem::exists(dir / (hum_id + ".recording")));
+  }
+  VoiceStore again;
+  CHECK(again.persist_in(dir, decode_raw_floats).empty());
+  CHECK(again.find(tone_id));
+  CHECK_FALSE(again.find(hum_id));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VoiceStore in a directory: unreadable voices are skipped and named, the rest load", "[server][speech]") {
+  const auto dir = fresh_directory("voices-damaged");
+  const std::vector<float> tone{0.5f, -0.5f};
+  std::string good_id;
+  {
+    VoiceStore store;
+    store.persist_in(dir, decode_raw_floats);
+    good_id = store.add("good", std::make_shared<std::vector<float>>(tone), 24000, "", raw_floats(tone)).id;
+  }
+  const std::string metadata_tail = R"(, "name": "x", "created_at": 1, "reference_text": "", "sample_rate": 24000})";
+  write_text(dir / "voice_truncated.json", R"({"id": "voice_truncated", "na)");
+  write_text(dir / "voice_renamed.json", R"({"id": "voice_other")" + metadata_tail);
+  write_text(dir / "voice_norecording.json", R"({"id": "voice_norecording")" + metadata_tail);
+  write_text(dir / "voice_undecodable.json", R"({"id": "voice_undecodable")" + metadata_tail);
+  write_text(dir / "voice_undecodable.recording", "undecodable");
+  write_text(dir / "voice_norate.json", R"({"id": "voice_norate", "name": "x", "created_at": 1, "reference_text": ""})");
+  write_text(dir / "voice_norate.recording", raw_floats(tone));
+  write_text(dir / "settings.json", "{}");
+  write_text(dir / "voice_orphan.recording", raw_floats(tone));  // no .json: not a voice
+  VoiceStore store;
+  const std::vector<std::string> problems = store.persist_in(dir, decode_raw_floats);
+  const auto named = [&](const std::string& file, const std::string& words) {
+    for (const std::string& p : problems)
+      if (p.rfind(file + ": skipped, ", 0) == 0 && p.find(words) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(problems.size() == 6);
+  CHECK(named("voice_truncated.json", "not a JSON object"));
+  CHECK(named("voice_renamed.json", "not the file's name"));
+  CHECK(named("voice_norecording.json", "cannot open voice_norecording.recording"));
+  CHECK(named("voice_undecodable.json", "does not decode"));
+  CHECK(named("voice_norate.json", "sample_rate"));
+  CHECK(named("settings.json", "not a saved voice"));
+  REQUIRE(store.list().size() == 1);
+  CHECK(store.list()[0].id == good_id);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VoiceStore in a directory: a voice that cannot be written is not saved", "[server][speech]") {
+  const auto dir = fresh_directory("voices-unwritable");
+  VoiceStore store;
+  store.persist_in(dir, decode_raw_floats);
+  // The directory is replaced by a file: every write into it fails (also as root).
+  std::filesystem::remove_all(dir);
+  write_text(dir, "not a directory");
+  const std::vector<float> tone{0.5f};
+  try {
+    store.add("tone", std::make_shared<std::vector<float>>(tone), 24000, "", raw_floats(tone));
+    FAIL("a voice was saved into a directory that is a file");
+  } catch (const ApiError& e) {
+    CHECK(e.status == 500);
+    CHECK(std::string(e.what()).find("could not be saved") != std::string::npos);
+  }
+  CHECK(store.list().empty());
+  VoiceStore elsewhere;
+  CHECK_THROWS_WITH(elsewhere.persist_in(dir, decode_raw_floats), Catch::Contains("cannot be created"));
+  std::filesystem::remove(dir);
 }

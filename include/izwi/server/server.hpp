@@ -113,6 +113,9 @@ struct ServerConfig {
   /// Silero VAD weights (assets/silero-vad/silero_vad_v5_16k.safetensors) for
   /// chunking_strategy; unset: the energy VAD decides where speech is.
   std::optional<std::filesystem::path> vad_model;
+  /// Where saved voices (POST /v1/audio/voices) persist across restarts
+  /// (created when missing; openai::VoiceStore says how). Unset: in memory.
+  std::optional<std::filesystem::path> voices_dir;
 };
 
 /// What a route handler gets. Handlers run on the connection's strand: they
@@ -250,6 +253,8 @@ class Server final : private http::SessionHost {
   void list_voices(HandlerContext& ctx);
   void create_voice(HandlerContext& ctx);
   void delete_voice(HandlerContext& ctx);
+  /// config_.voices_dir: the voices saved there are read back (at construction).
+  void load_saved_voices();
 
   std::shared_ptr<AnyEngine> resolve_model(const std::string& name, Task task) const;
   std::string loaded_model_names(Task task) const;
@@ -266,7 +271,7 @@ class Server final : private http::SessionHost {
   http::HttpMetrics metrics_;
   http::Router<Handler> router_;
   std::optional<models::SileroVad> vad_;  // config_.vad_model, loaded once
-  openai::VoiceStore voice_store_;         // POST /v1/audio/voices (in memory)
+  openai::VoiceStore voice_store_;         // POST /v1/audio/voices (config_.voices_dir)
   std::unordered_map<std::string, RouteAccess> route_access_;  // "METHOD pattern" -> access
 
   std::atomic<bool> draining_{false};

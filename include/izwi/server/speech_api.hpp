@@ -27,6 +27,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,23 +124,51 @@ struct SavedVoice {
   }
 };
 
-/// The server's saved voices, in memory (lost at restart). Thread-safe.
+/// The server's saved voices. Thread-safe. In memory only, unless persist_in()
+/// gave it a directory: then every voice is also written there when it is
+/// saved, removed from there when it is deleted, and read back at the next
+/// start, so a client's voice ids survive restarts. Each voice is two files:
+///   <id>.recording  the bytes the client uploaded, as they came (decoded
+///                   again at start-up, by the same decoder, so a voice
+///                   speaks after a restart exactly as before);
+///   <id>.json       {"id", "name", "created_at", "reference_text",
+///                    "sample_rate"}, written last: a voice exists once its
+///                   .json does. Both are written to a temporary name and
+///                   renamed, so a crash never leaves half a voice.
 class VoiceStore {
  public:
   /// At most this many voices; more answers 400 until some are deleted.
   explicit VoiceStore(std::size_t max_voices = 256) : max_voices_(max_voices) {}
 
-  /// Stores the voice under a fresh id (returned in the copy).
+  /// The uploaded bytes as mono samples at the store's rate; throws (any
+  /// exception, its what() names the problem) for what it cannot decode.
+  using RecordingDecoder = std::function<std::shared_ptr<const std::vector<float>>(std::string_view recording)>;
+
+  /// Keeps voices in `directory` (created when missing) from now on and
+  /// loads the voices already there. A voice that cannot be read (a damaged
+  /// or foreign file, a recording that no longer decodes) is skipped and
+  /// named in the returned lines; the rest load. Throws std::runtime_error
+  /// when the directory cannot be created or read.
+  std::vector<std::string> persist_in(const std::filesystem::path& directory, const RecordingDecoder& decode);
+
+  /// Stores the voice under a fresh id (returned in the copy); `recording`
+  /// (the uploaded bytes) is what a persistent store writes to disk. A
+  /// voice that cannot be written is not stored (ApiError 500 naming why).
   SavedVoice add(std::string name, std::shared_ptr<const std::vector<float>> samples, std::uint32_t sample_rate,
-                 std::string reference_text);
+                 std::string reference_text, std::string_view recording = {});
   std::optional<SavedVoice> find(std::string_view id) const;
   std::vector<SavedVoice> list() const;
   bool remove(std::string_view id);
 
  private:
+  void write_files(const SavedVoice& voice, std::string_view recording) const;
+  std::optional<SavedVoice> read_files(const std::filesystem::path& json_file, const RecordingDecoder& decode,
+                                       std::vector<std::string>& problems) const;
+
   mutable std::mutex mutex_;
   std::map<std::string, SavedVoice, std::less<>> voices_;
   std::size_t max_voices_;
+  std::optional<std::filesystem::path> directory_;
 };
 
 /// {"id", "object": "audio.voice", "name", "created_at", "type": "saved",

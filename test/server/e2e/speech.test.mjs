@@ -6,7 +6,8 @@
 // make, that streamed bytes equal whole ones for a seed, the SSE events'
 // shapes, that speed 2 halves the length, the errors, and that a client that
 // hangs up frees the engine; and beside it a random Base model that speaks in
-// voices cloned from reference audio, inline or saved with /v1/audio/voices.
+// voices cloned from reference audio, inline or saved with /v1/audio/voices
+// (kept in --voices-dir across a restart).
 import {after, before, describe, test} from "node:test";
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
@@ -34,10 +35,13 @@ const BASE = {model: TTS_ID, input: "Hello from izwi, a test of speech synthesis
 let server;
 let client;
 let workDir;
+let voicesDir;
 before(async () => {
-  server = await startServer({args: ["--model", TTS_DIR, "--model", TTS_BASE_DIR], readyTimeoutMs: 180000});
-  client = new OpenAI({apiKey: "unused", baseURL: server.baseURL, maxRetries: 0, timeout: 300000});
   workDir = fs.mkdtempSync(path.join(os.tmpdir(), "izwi-speech-"));
+  voicesDir = path.join(workDir, "voices");  // created by the server
+  server = await startServer({args: ["--model", TTS_DIR, "--model", TTS_BASE_DIR, "--voices-dir", voicesDir],
+                              readyTimeoutMs: 180000});
+  client = new OpenAI({apiKey: "unused", baseURL: server.baseURL, maxRetries: 0, timeout: 300000});
 });
 after(async () => {
   if (workDir) fs.rmSync(workDir, {recursive: true, force: true});
@@ -211,15 +215,20 @@ describe("voice cloning (Base model)", () => {
                          (e) => e instanceof BadRequestError && e.param === "voice");
   });
 
-  test("a saved voice: stored, listed, spoken in (seeded: the same as inline), deleted", async () => {
+  /// POST /v1/audio/voices with the reference tone.
+  function saveVoice(target, name) {
     const boundary = "izwiE2eVoice";
     const body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\ntone\r\n` +
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n${name}\r\n` +
                   `--${boundary}\r\nContent-Disposition: form-data; name="reference_text"\r\n\r\nA tone.\r\n` +
                   `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="tone.wav"\r\n\r\n`),
       reference, Buffer.from(`\r\n--${boundary}--\r\n`)]);
-    const saved = await request(server, {method: "POST", path: "/v1/audio/voices", body,
-                                         headers: {"content-type": `multipart/form-data; boundary=${boundary}`}});
+    return request(target, {method: "POST", path: "/v1/audio/voices", body,
+                            headers: {"content-type": `multipart/form-data; boundary=${boundary}`}});
+  }
+
+  test("a saved voice: stored, listed, spoken in (seeded: the same as inline), deleted", async () => {
+    const saved = await saveVoice(server, "tone");
     assert.equal(saved.status, 200, saved.text);
     const id = saved.json.id;
     assert.match(id, /^voice_/);
@@ -237,6 +246,32 @@ describe("voice cloning (Base model)", () => {
     assert.equal((await request(server, {method: "DELETE", path: `/v1/audio/voices/${id}`})).status, 200);
     await assert.rejects(client.audio.speech.create({...cloned, voice: {id}}),
                          (e) => e instanceof BadRequestError && e.param === "voice");
+    assert.ok(!fs.existsSync(path.join(voicesDir, `${id}.json`)), "deleting removes the voice's files");
+  });
+
+  test("--voices-dir: a saved voice survives a restart and speaks the same bytes", async () => {
+    const saved = await saveVoice(server, "kept");
+    assert.equal(saved.status, 200, saved.text);
+    const id = saved.json.id;
+    assert.ok(fs.existsSync(path.join(voicesDir, `${id}.json`)) && fs.existsSync(path.join(voicesDir, `${id}.recording`)));
+    const spokenBefore = Buffer.from(await (await client.audio.speech.create({...cloned, voice: {id}})).arrayBuffer());
+    const restarted = await startServer({args: ["--model", TTS_BASE_DIR, "--voices-dir", voicesDir],
+                                         readyTimeoutMs: 180000});
+    try {
+      const listed = await request(restarted, {path: "/v1/audio/voices"});
+      const voice = listed.json.data.find((v) => v.id === id);
+      assert.ok(voice, `${id} not listed after the restart: ${listed.text}`);
+      assert.equal(voice.name, "kept");
+      assert.equal(voice.reference_text, "A tone.");
+      assert.equal(voice.created_at, saved.json.created_at);
+      const again = new OpenAI({apiKey: "unused", baseURL: restarted.baseURL, maxRetries: 0, timeout: 300000});
+      const spokenAfter = Buffer.from(await (await again.audio.speech.create({...cloned, voice: {id}})).arrayBuffer());
+      assert.ok(spokenAfter.length > 0 && spokenAfter.equals(spokenBefore), "the restarted server speaks the voice as before");
+      assert.match(restarted.log(), /saved voices: 1 read from /);
+    } finally {
+      const r = await restarted.stop();
+      assert.equal(r.code, 0, `the restarted izwi-server exited with ${JSON.stringify(r)}`);
+    }
   });
 });
 

@@ -83,7 +83,14 @@ inline Server::Server(ServerConfig config, ModelRegistry& registry)
       admin_keys_(config_.admin_api_keys),
       ioc_(static_cast<int>(config_.io_threads ? config_.io_threads : 1)),
       prep_pool_(config_.prep_threads ? config_.prep_threads : 1) {
-  if (config_.vad_model) vad_.emplace(models::SileroVad::load(*config_.vad_model));
+  if (config_.vad_model) {
+    try {
+      vad_.emplace(models::SileroVad::load(*config_.vad_model));
+    } catch (const std::exception& error) {
+      throw std::runtime_error("cannot load the VAD model " + config_.vad_model->string() + ": " + error.what());
+    }
+  }
+  load_saved_voices();
   add_default_routes();
 }
 

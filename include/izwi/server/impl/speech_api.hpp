@@ -5,9 +5,15 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <stdexcept>
+#include <system_error>
 
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "izwi/audio/time_stretch.hpp"
 #include "izwi/core/detail/utf8.hpp"
@@ -254,8 +260,129 @@ inline std::optional<std::string> base64_decode(std::string_view text) {
 
 // --- saved voices -----------------------------------------------------------------
 
+namespace detail {
+
+/// A saved voice's id as make_response_id writes it: "voice_" and letters or
+/// digits. Anything else in a voices directory is not ours (and could not be
+/// a safe file name).
+inline bool is_saved_voice_id(std::string_view id) {
+  if (id.size() <= 6 || id.size() > 64 || id.substr(0, 6) != "voice_") return false;
+  return std::all_of(id.begin() + 6, id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+/// Writes `bytes` to `file` through a temporary name in the same directory,
+/// so the file is either the old one or complete.
+inline void write_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
+  std::filesystem::path temporary = file;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    throw std::runtime_error("cannot rename to " + file.string());
+  }
+}
+
+inline std::string read_whole_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + file.filename().string());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("cannot read " + file.filename().string());
+  return bytes;
+}
+
+}  // namespace detail
+
+inline std::vector<std::string> VoiceStore::persist_in(const std::filesystem::path& directory,
+                                                       const RecordingDecoder& decode) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec || !std::filesystem::is_directory(directory))
+    throw std::runtime_error("the voices directory " + directory.string() + " cannot be created: " +
+                             (ec ? ec.message() : "it is not a directory"));
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {  // throws when unreadable
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> problems;
+  std::lock_guard lock(mutex_);
+  directory_ = directory;
+  for (const auto& file : files) {
+    if (voices_.size() >= max_voices_) {
+      problems.push_back(file.filename().string() + ": skipped, the store holds its limit of " +
+                         std::to_string(max_voices_) + " voices");
+      continue;
+    }
+    if (std::optional<SavedVoice> voice = read_files(file, decode, problems)) voices_.emplace(voice->id, std::move(*voice));
+  }
+  return problems;
+}
+
+inline std::optional<SavedVoice> VoiceStore::read_files(const std::filesystem::path& json_file,
+                                                        const RecordingDecoder& decode,
+                                                        std::vector<std::string>& problems) const {
+  const std::string name = json_file.filename().string();
+  try {
+    const std::string id = json_file.stem().string();
+    if (!detail::is_saved_voice_id(id)) throw std::runtime_error("not a saved voice's file name");
+    boost::system::error_code ec;
+    const boost::json::value value = boost::json::parse(detail::read_whole_file(json_file), ec);
+    if (ec || !value.is_object()) throw std::runtime_error("not a JSON object");
+    const boost::json::object& object = value.get_object();
+    const auto field = [&](std::string_view key) -> const boost::json::value& {
+      const boost::json::value* v = server::detail::find_field(object, key);
+      if (!v) throw std::runtime_error("no \"" + std::string(key) + "\"");
+      return *v;
+    };
+    SavedVoice voice;
+    voice.id = server::detail::read_string(field("id"), "id");
+    if (voice.id != id) throw std::runtime_error("its \"id\" is " + voice.id + ", not the file's name");
+    voice.name = server::detail::read_string(field("name"), "name");
+    voice.created_at = server::detail::read_integer(field("created_at"), "created_at", 0,
+                                                    std::numeric_limits<std::int64_t>::max());
+    voice.reference_text = server::detail::read_string(field("reference_text"), "reference_text");
+    voice.sample_rate =
+        static_cast<std::uint32_t>(server::detail::read_integer(field("sample_rate"), "sample_rate", 1, 1'000'000));
+    std::filesystem::path recording = json_file;
+    recording.replace_extension(".recording");
+    voice.samples = decode(detail::read_whole_file(recording));
+    if (!voice.samples || voice.samples->empty()) throw std::runtime_error("its recording holds no audio");
+    return voice;
+  } catch (const std::exception& error) {
+    problems.push_back(name + ": skipped, " + error.what());
+    return std::nullopt;
+  }
+}
+
+inline void VoiceStore::write_files(const SavedVoice& voice, std::string_view recording) const {
+  const std::filesystem::path base = *directory_ / voice.id;
+  const boost::json::object metadata{{"id", voice.id},
+                                     {"name", voice.name},
+                                     {"created_at", voice.created_at},
+                                     {"reference_text", voice.reference_text},
+                                     {"sample_rate", voice.sample_rate}};
+  std::filesystem::path recording_file = base, json_file = base;
+  recording_file += ".recording";
+  json_file += ".json";
+  try {
+    detail::write_file_atomically(recording_file, recording);
+    detail::write_file_atomically(json_file, boost::json::serialize(metadata));
+  } catch (const std::exception& error) {
+    std::error_code ignored;
+    std::filesystem::remove(recording_file, ignored);
+    throw ApiError(500, "server_error", std::string("The voice could not be saved: ") + error.what() + ".");
+  }
+}
+
 inline SavedVoice VoiceStore::add(std::string name, std::shared_ptr<const std::vector<float>> samples,
-                                  std::uint32_t sample_rate, std::string reference_text) {
+                                  std::uint32_t sample_rate, std::string reference_text, std::string_view recording) {
   SavedVoice voice;
   voice.id = make_response_id("voice_");
   voice.name = std::move(name);
@@ -268,6 +395,7 @@ inline SavedVoice VoiceStore::add(std::string name, std::shared_ptr<const std::v
     throw ApiError::bad_request("The server holds " + std::to_string(voices_.size()) +
                                     " saved voices, its limit; delete one first (DELETE /v1/audio/voices/{id}).",
                                 "file");
+  if (directory_) write_files(voice, recording);
   voices_.emplace(voice.id, voice);
   return voice;
 }
@@ -293,6 +421,18 @@ inline bool VoiceStore::remove(std::string_view id) {
   std::lock_guard lock(mutex_);
   const auto it = voices_.find(id);
   if (it == voices_.end()) return false;
+  if (directory_) {
+    // The .json first: without it the voice is gone even if the recording
+    // stays behind (a recording alone is ignored at the next start). A .json
+    // that cannot be removed keeps the voice, here as on disk.
+    std::filesystem::path json_file = *directory_ / it->first, recording_file = json_file;
+    json_file += ".json";
+    recording_file += ".recording";
+    std::error_code ec;
+    std::filesystem::remove(json_file, ec);
+    if (ec) throw ApiError(500, "server_error", "The voice could not be deleted: " + ec.message() + ".");
+    std::filesystem::remove(recording_file, ec);
+  }
   voices_.erase(it);
   return true;
 }

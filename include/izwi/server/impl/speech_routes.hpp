@@ -93,6 +93,10 @@ class OggSerialRewriter {
   std::vector<std::byte> pending_;
 };
 
+/// The rate saved voices are kept at (Qwen3-TTS's: its speaker encoder and
+/// codec run at 24 kHz).
+inline constexpr std::uint32_t saved_voice_sample_rate = 24000;
+
 /// Reference audio for cloning: the longest accepted, in seconds.
 inline constexpr double max_reference_audio_seconds = 60.0;
 
@@ -428,8 +432,9 @@ inline void Server::create_voice(HandlerContext& ctx) {
       if (const auto* p = form.find("name")) name = openai::detail::text_field(*p);
       if (const auto* p = form.find("reference_text")) text = openai::detail::text_field(*p);
       if (name.size() > 256) throw ApiError::bad_request("'name' is longer than 256 bytes.", "name");
-      saved = voice_store_.add(std::move(name), detail::decode_reference_audio(file->body, 24000, "file"), 24000,
-                               std::move(text));
+      saved = voice_store_.add(std::move(name),
+                               detail::decode_reference_audio(file->body, detail::saved_voice_sample_rate, "file"),
+                               detail::saved_voice_sample_rate, std::move(text), file->body);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -440,6 +445,18 @@ inline void Server::create_voice(HandlerContext& ctx) {
       });
     });
   });
+}
+
+inline void Server::load_saved_voices() {
+  if (!config_.voices_dir) return;
+  const auto decode = [](std::string_view recording) {
+    return detail::decode_reference_audio(recording, detail::saved_voice_sample_rate, "file");
+  };
+  const std::vector<std::string> problems = voice_store_.persist_in(*config_.voices_dir, decode);
+  for (const std::string& problem : problems)
+    detail::log_line("izwi-server: voices directory " + config_.voices_dir->string() + ": " + problem);
+  detail::log_line("izwi-server: saved voices: " + std::to_string(voice_store_.list().size()) + " read from " +
+                   config_.voices_dir->string());
 }
 
 inline void Server::delete_voice(HandlerContext& ctx) {
