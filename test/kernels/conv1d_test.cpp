@@ -1,4 +1,5 @@
-// conv1d.hpp's kernels (SnakeBeta, the transposed convolution's overlap-add)
+// conv1d.hpp's kernels (the implicit-im2col GEMM, SnakeBeta, the transposed
+// convolution's overlap-add)
 // for every kernel variant this CPU runs, against references written here,
 // on channel counts that are not multiples of any vector width.
 
@@ -8,6 +9,8 @@
 #include <cstddef>
 #include <cstring>
 #include <vector>
+
+#include "izwi/kernels/cpu/thread_pool.hpp"
 
 #include "izwi/kernels/cpu/conv1d.hpp"
 #include "kernel_test_util.hpp"
@@ -106,7 +109,59 @@ void check_overlap_add(const kc::KernelTable& kernels) {
     }
 }
 
+void check_conv1d_gemm(const kc::KernelTable& kernels) {
+  struct Shape {
+    std::size_t m, kernel, in, n, dilation;
+  };
+  // The last crosses a pass of packed rows (about 4M floats) and has two
+  // output panels; the third is a 1x1 convolution.
+  for (const Shape sh : {Shape{1, 3, 5, 1, 1}, Shape{7, 7, 17, 37, 3}, Shape{33, 1, 40, 96, 1},
+                         Shape{1300, 7, 600, 70, 2}})
+    for (std::size_t threads : {1, 3}) {
+      INFO("m " << sh.m << " kernel " << sh.kernel << " in " << sh.in << " n " << sh.n << " threads " << threads);
+      izwi::detail::ThreadPool pool(threads);
+      const std::size_t ctx = (sh.kernel - 1) * sh.dilation, k = sh.kernel * sh.in;
+      const auto input = kernel_test::random_floats((sh.m + ctx) * sh.in, static_cast<std::uint32_t>(sh.m + sh.n));
+      const auto w = kernel_test::make_weights(DType::f32, sh.n, k, 5);
+      // Output r's tap j reads input row r + j·dilation; the same rows as explicit im2col rows.
+      std::vector<const float*> taps(sh.m * sh.kernel);
+      std::vector<float> columns(sh.m * k);
+      for (std::size_t r = 0; r < sh.m; ++r)
+        for (std::size_t j = 0; j < sh.kernel; ++j) {
+          taps[r * sh.kernel + j] = input.data() + (r + j * sh.dilation) * sh.in;
+          std::copy(taps[r * sh.kernel + j], taps[r * sh.kernel + j] + sh.in, columns.begin() + r * k + j * sh.in);
+        }
+      const std::size_t ldy = sh.n + 3;
+      std::vector<float> expected(sh.m * ldy, 5.0f), y(sh.m * ldy, 5.0f);
+      kernels.matmul_batch_invariant(columns.data(), k, sh.m, w.matrix, expected.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, y.data(), ldy, pool);
+      REQUIRE(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);  // padding untouched too
+      // And it is the convolution: the first and last rows against a double sum.
+      for (const std::size_t r : {std::size_t{0}, sh.m - 1})
+        for (std::size_t o = 0; o < sh.n; ++o) {
+          double ref = 0, mag = 0;
+          for (std::size_t kk = 0; kk < k; ++kk) {
+            ref += double(columns[r * k + kk]) * w.values[o * k + kk];
+            mag += std::fabs(double(columns[r * k + kk]) * w.values[o * k + kk]);
+          }
+          REQUIRE(std::fabs(y[r * ldy + o] - ref) <= 2e-6 * std::sqrt(double(k)) * (mag + 1));
+        }
+      // Rows computed in two calls (another batch) are the same bits.
+      const std::size_t half = sh.m / 2;
+      std::vector<float> split(sh.m * ldy, 5.0f);
+      kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, split.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix,
+                          split.data() + half * ldy, ldy, pool);
+      REQUIRE(std::memcmp(split.data(), expected.data(), y.size() * sizeof(float)) == 0);
+    }
+}
+
 }  // namespace
+
+TEST_CASE("conv1d: the implicit-im2col GEMM equals matmul_batch_invariant on im2col rows bit for bit, every variant",
+          "[kernels][conv1d]") {
+  kernel_test::for_each_variant(check_conv1d_gemm);
+}
 
 TEST_CASE("conv1d: snake_beta against a double-precision sine, every variant", "[kernels][conv1d]") {
   kernel_test::for_each_variant(check_snake_beta);

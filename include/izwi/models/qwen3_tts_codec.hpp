@@ -25,8 +25,8 @@
 // Weights are widened to f32 when loaded (the kernels also reordered tap-major
 // into matmul order), so any stored dtype (f32, bf16, f16) works. The decoder
 // keeps its audio-rate scratch buffers between calls: after decoding F frames
-// in one call (all streams together) it holds about F·4.5 MB plus a 32 MB
-// im2col chunk (the published shapes).
+// in one call (all streams together) it holds about F·4.5 MB (the published
+// shapes; the thread pool's GEMM scratch adds up to about 16 MB).
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // Elementwise and overlap-add kernels of 1-D convolutional audio decoders
 // (the Qwen3-TTS codec decoder's SnakeBeta activations and transposed
-// convolutions); the convolutions themselves are matmuls (matmul.hpp).
+// convolutions), and the convolutions as GEMMs over implicit im2col rows.
 //
 // Activations are time-major F32 rows ([time][channels], rows `channels`
 // floats apart). Like elementwise.hpp's kernels these run on the calling
@@ -11,7 +11,22 @@
 
 #include <cstddef>
 
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
+
 namespace izwi::kernels::cpu {
+
+/// A 1-D convolution as a GEMM over im2col rows that are never built:
+///   y[r][o] = Σ_j Σ_c taps[r·kernel + j][c] · w[o][j·in + c]
+/// for r < m, o < w.rows (w tap-major, w.cols == kernel·in, any dtype);
+/// taps[r·kernel + j] points at the `in` input floats tap j of output r reads
+/// (a row of the input or of a carried context). Packs straight from those
+/// rows, then splits the work over output-column panels and row slices, so
+/// layers with few output channels still use every thread. Each output
+/// element is summed over k in one order from its own row: bit for bit
+/// matmul_batch_invariant of the im2col rows, whatever m or the split.
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept;
 
 /// SnakeBeta with its parameters folded (alpha_exp = e^α, inv_beta =
 /// 1 / (e^β + ε)), per channel c of each of `rows` rows:

@@ -2,16 +2,16 @@
 // The codec decoder's layers over a time-major batch of streams: each stream
 // owns a run of rows, and each layer that looks back in time reads the rows
 // before a stream's first from that stream's carried context. The work is the
-// batch-invariant matmul (a stream's samples do not depend on the other
-// streams of the batch) and the conv1d kernels (SnakeBeta, the transposed
-// convolutions' overlap-add), each spread over the pool in blocks of rows of
-// all streams at once; the glue here copies whole rows.
+// batch-invariant matmul and the conv1d kernels (the convolutions' implicit
+// im2col GEMM, SnakeBeta, the transposed convolutions' overlap-add), each
+// spread over the pool in blocks of rows of all streams at once. Each output
+// element is computed from its own stream's inputs in a fixed order, so a
+// stream's samples do not depend on the other streams of the batch.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -30,7 +30,8 @@ namespace izwi::detail {
 /// vectors, which the allocator maps and the kernel zeroes page by page, a
 /// fifth of a batched step's time when measured) and only ever grown.
 struct Qwen3TtsCodecScratch {
-  std::vector<float> x, y, a, b, columns, products, carry;
+  std::vector<float> x, y, a, b, products, carry;
+  std::vector<const float*> taps;  ///< a convolution's input row per output row and tap
 };
 
 /// The decoder's idle scratch sets: a pass takes one (or makes one) and gives
@@ -126,42 +127,27 @@ inline const float* row_before(const float* xs, const std::vector<float>& contex
   return t >= back ? xs + (t - back) * channels : context.data() + (ctx + t - back) * channels;
 }
 
-/// im2col rows per matmul call: bounds the columns buffer (and the matmul's
-/// packed copy of it) near 32 MB. The weights are re-packed once per chunk,
-/// which costs little beside the chunk's FLOPs at this size.
-inline constexpr std::size_t conv_chunk_floats = std::size_t{1} << 23;
-
 /// out[rows][conv.out] = causal Conv1d(x[rows][conv.in]) (+ bias when
 /// with_bias; else the caller adds it later, fused into its next pass);
 /// contexts[s] holds stream s's previous context_rows() input rows and is
-/// advanced. Output row r's sum is the same whatever the chunking or batch.
+/// advanced. The im2col rows are never built: `taps` receives, per output row
+/// and tap, a pointer to the input row it reads (in x or in the context).
 inline void causal_conv(const Qwen3TtsConv& conv, const float* x, const RowRuns& runs,
-                        std::span<std::vector<float>* const> contexts, std::vector<float>& columns, float* out,
+                        std::span<std::vector<float>* const> contexts, std::vector<const float*>& taps, float* out,
                         ThreadPool& pool, bool with_bias = true) {
   const std::size_t in = conv.in, k = conv.kernel, d = conv.dilation, ctx = conv.context_rows();
-  const std::size_t rows = runs.rows(), width = in * k;
-  if (k == 1) {
-    kernels::cpu::matmul_batch_invariant(x, rows, in, conv.weight, out, pool);
-    if (with_bias) add_bias(out, rows, conv.out, conv.bias, pool);
-    return;
-  }
-  const std::size_t chunk = std::max<std::size_t>(256, conv_chunk_floats / width);
-  for (std::size_t first = 0; first < rows; first += chunk) {
-    const std::size_t n = std::min(chunk, rows - first);
-    float* cols = grow(columns, n * width);
-    for_row_blocks(pool, n, width, [&](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) {
-        const std::size_t row = first + r, s = runs.stream_of(row), t = row - runs.begin[s];
-        const float* xs = x + runs.begin[s] * in;
-        // Tap j of output t reads input t - ctx + j·d (weights are tap-major).
-        for (std::size_t j = 0; j < k; ++j)
-          std::memcpy(cols + r * width + j * in, row_before(xs, *contexts[s], ctx, t, ctx - j * d, in),
-                      in * sizeof(float));
-      }
-    });
-    kernels::cpu::matmul_batch_invariant(cols, n, width, conv.weight, out + first * conv.out, pool);
-    if (with_bias) add_bias(out + first * conv.out, n, conv.out, conv.bias, pool);
-  }
+  const std::size_t rows = runs.rows();
+  if (taps.size() < rows * k) taps.resize(rows * k);
+  for_row_blocks(pool, rows, k * 16, [&](std::size_t b, std::size_t e) {
+    for (std::size_t row = b; row < e; ++row) {
+      const std::size_t s = runs.stream_of(row), t = row - runs.begin[s];
+      const float* xs = x + runs.begin[s] * in;
+      // Tap j of output t reads input t - ctx + j·d (weights are tap-major).
+      for (std::size_t j = 0; j < k; ++j) taps[row * k + j] = row_before(xs, *contexts[s], ctx, t, ctx - j * d, in);
+    }
+  });
+  kernels::cpu::conv1d_gemm(taps.data(), rows, k, in, conv.weight, out, conv.out, pool);
+  if (with_bias) add_bias(out, rows, conv.out, conv.bias, pool);
   for (std::size_t s = 0; s < runs.streams(); ++s)
     slide_context(*contexts[s], x + runs.begin[s] * in, runs.rows(s), in);
 }

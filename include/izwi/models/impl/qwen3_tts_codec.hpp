@@ -131,7 +131,7 @@ class Qwen3TtsCodecPass {
   void conv(const Qwen3TtsConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs, float* out,
             bool with_bias = true) {
     const auto ctx = contexts();
-    qwen3_tts_codec::causal_conv(conv, x, runs, ctx, m_.columns, out, pool_, with_bias);
+    qwen3_tts_codec::causal_conv(conv, x, runs, ctx, m_.taps, out, pool_, with_bias);
   }
   void transpose(const Qwen3TtsTransposedConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs,
                  float* out) {

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
 
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
@@ -72,6 +74,64 @@ inline void transposed_conv_overlap_add(const float* products, std::size_t n, st
       if (add_bias != nullptr) acc += add_bias[c];
       dst[c] = acc;
     }
+  }
+}
+
+/// Packs the im2col rows [m0, m0 + MR) of a causal convolution as pack_rows
+/// packs activation rows ([k][MR], rows past m zero): the row of output r is
+/// its taps' input rows back to back, read where they lie.
+template <class Arch>
+inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                          std::size_t m0, float* packed) noexcept {
+  constexpr std::size_t MR = GemmShape<Arch>::mr;
+  const std::size_t k = kernel * in;
+  for (std::size_t r = 0; r < MR; ++r) {
+    if (m0 + r >= m) {
+      for (std::size_t kk = 0; kk < k; ++kk) packed[kk * MR + r] = 0.0f;
+      continue;
+    }
+    for (std::size_t j = 0; j < kernel; ++j) {
+      const float* row = taps[(m0 + r) * kernel + j];
+      float* dst = packed + j * in * MR + r;
+      for (std::size_t c = 0; c < in; ++c) dst[c * MR] = row[c];
+    }
+  }
+}
+
+/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and the
+/// weights are packed once per pass and panel slice, cheap beside the
+/// pass's FLOPs at 512 rows or more).
+inline constexpr std::size_t conv1d_pass_floats = std::size_t{1} << 22;
+
+template <class Arch>
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  using G = GemmShape<Arch>;
+  const std::size_t k = kernel * in, n = w.rows;
+  if (m == 0 || n == 0) return;
+  const std::size_t panels = (n + G::nc - 1) / G::nc;
+  const std::size_t pass_rows = std::max<std::size_t>(512, conv1d_pass_floats / k) / G::mr * G::mr;
+  auto* xp = static_cast<float*>(pool.shared_scratch(std::min(pass_rows, (m + G::mr - 1) / G::mr * G::mr) * k *
+                                                     sizeof(float)));
+  for (std::size_t first = 0; first < m; first += pass_rows) {
+    const std::size_t rows = std::min(pass_rows, m - first), blocks = (rows + G::mr - 1) / G::mr;
+    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
+      pack_tap_rows<Arch>(taps + first * kernel, rows, kernel, in, b * G::mr, xp + b * G::mr * k);
+    });
+    // Tasks: a panel of output columns x a slice of the row blocks, enough of
+    // them for every thread even when the layer has one or two panels.
+    const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + panels - 1) / panels, 1, blocks);
+    pool.parallel_for(panels * slices, [&](std::size_t task, std::size_t worker) {
+      const std::size_t p = task / slices, slice = task % slices;
+      const std::size_t n0 = p * G::nc, cols = std::min(G::nc, n - n0);
+      const std::size_t b0 = slice * blocks / slices, b1 = (slice + 1) * blocks / slices;
+      float* panel = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
+      pack_panel<Arch>(w, n0, panel, panel + G::nc * k);
+      for (std::size_t b = b0; b < b1; ++b)
+        for (std::size_t j = 0; j < cols; j += G::nr)
+          gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + (first + b * G::mr) * ldy + n0 + j,
+                           ldy, std::min(G::mr, rows - b * G::mr), std::min(G::nr, cols - j), false);
+    });
   }
 }
 

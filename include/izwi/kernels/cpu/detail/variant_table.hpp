@@ -43,6 +43,7 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .add_inplace = &add_inplace<Arch>,
       .apply_rotary = &apply_rotary<Arch>,
       .paged_attention = &paged_attention_entry<Arch>,
+      .conv1d_gemm = &conv1d_gemm<Arch>,
       .snake_beta = &snake_beta<Arch>,
       .transposed_conv_overlap_add = &transposed_conv_overlap_add<Arch>,
   };

@@ -9,6 +9,12 @@
 
 namespace izwi::kernels::cpu {
 
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  assert(w.cols == kernel * in && ldy >= w.rows);
+  active_kernels().conv1d_gemm(taps, m, kernel, in, w, y, ldy, pool);
+}
+
 inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
                        const float* alpha_exp, const float* inv_beta) noexcept {
   active_kernels().snake_beta(x, y, rows, channels, bias, alpha_exp, inv_beta);
