@@ -13,12 +13,44 @@
 
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
-/// sin of every lane: xsimd's vectorised sine (Cody-Waite reduction and a
-/// minimax polynomial, within a few ulp of libm), libm's on the scalar path.
+/// sin²(v) of every lane. Vector path: v = q·π + r with q = round(v / π) and
+/// π split in three floats (the first two of 12 significant bits, so q·P1
+/// and q·P2 are exact while |q| < 4096), then sin r by its Taylor series to
+/// r¹¹ (|r| <= π/2: truncation below 6e-8). sin² ignores the sign (-1)^q. Lanes
+/// beyond |v| = 8000 (never in a decoder, whose activations stay small) take
+/// libm's sine. (xsimd's own sin would do, but its large-argument reduction
+/// brings static tables that are shared inline symbols outside the variant
+/// namespace: see docs/kernels.md, "One definition per architecture".)
 template <class Arch>
-inline typename Simd<Arch>::vec sin_each(typename Simd<Arch>::vec v) noexcept {
-  if constexpr (std::is_same_v<Arch, ScalarArch>) return std::sin(v);
-  else return xsimd::sin(v);
+inline typename Simd<Arch>::vec sin_squared_each(typename Simd<Arch>::vec v) noexcept {
+  using S = Simd<Arch>;
+  if constexpr (std::is_same_v<Arch, ScalarArch>) {
+    const float s = std::sin(v);
+    return s * s;
+  } else {
+    constexpr float limit = 8000.0f;
+    if (xsimd::any(xsimd::abs(v) > S::broadcast(limit))) {
+      alignas(64) float lanes[S::lanes];
+      S::store(lanes, v);
+      for (float& x : lanes) x = std::sin(x) * std::sin(x);
+      return S::load(lanes);
+    }
+    constexpr float inv_pi = 0.318309886183790671538f;
+    constexpr float p1 = 3.140625f, p2 = 0.0009675025939941406f, p3 = 1.5099580252808664e-07f;
+    const auto q = xsimd::nearbyint(v * S::broadcast(inv_pi));
+    auto r = S::fma(q, S::broadcast(-p1), v);
+    r = S::fma(q, S::broadcast(-p2), r);
+    r = S::fma(q, S::broadcast(-p3), r);
+    const auto r2 = r * r;
+    // sin r = r·(1 - r²/3! + r⁴/5! - r⁶/7! + r⁸/9! - r¹⁰/11!), Horner in r².
+    auto poly = S::broadcast(-1.0f / 39916800.0f);
+    poly = S::fma(poly, r2, S::broadcast(1.0f / 362880.0f));
+    poly = S::fma(poly, r2, S::broadcast(-1.0f / 5040.0f));
+    poly = S::fma(poly, r2, S::broadcast(1.0f / 120.0f));
+    poly = S::fma(poly, r2, S::broadcast(-1.0f / 6.0f));
+    const auto sin_r = S::fma(poly * r2, r, r);
+    return sin_r * sin_r;
+  }
 }
 
 template <class Arch>
@@ -33,8 +65,7 @@ inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t c
     for (; c + L <= channels; c += L) {
       auto v = S::load(xr + c);
       if (bias != nullptr) v = v + S::load(bias + c);
-      const auto s = sin_each<Arch>(v * S::load(alpha_exp + c));
-      S::store(yr + c, S::fma(S::load(inv_beta + c), s * s, v));
+      S::store(yr + c, S::fma(S::load(inv_beta + c), sin_squared_each<Arch>(v * S::load(alpha_exp + c)), v));
     }
     for (; c < channels; ++c) {
       const float v = bias != nullptr ? xr[c] + bias[c] : xr[c];
