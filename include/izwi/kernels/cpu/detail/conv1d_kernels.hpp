@@ -108,6 +108,40 @@ inline void transposed_conv_overlap_add(const float* products, std::size_t n, st
   }
 }
 
+#if defined(__AVX512F__)
+/// Columns [c, c + 16) of 8 rows into packed[(c + i) * 8 + r]: the [k][8]
+/// layout of a row block, by a three-stage butterfly of two-source permutes
+/// (pairs of rows, then quads, then all eight) instead of 128 scalar stores.
+inline void transpose_8x16_avx512(const float* const* rows, std::size_t c, float* packed) noexcept {
+  __m512 v[8], t[8], u[2][2][2];
+  for (int r = 0; r < 8; ++r) v[r] = _mm512_loadu_ps(rows[r] + c);
+  // t[2q + h]: rows 2q, 2q+1 interleaved, columns 8h .. 8h+7.
+  const __m512i pair_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i pair_hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int q = 0; q < 4; ++q) {
+    t[2 * q] = _mm512_permutex2var_ps(v[2 * q], pair_lo, v[2 * q + 1]);
+    t[2 * q + 1] = _mm512_permutex2var_ps(v[2 * q], pair_hi, v[2 * q + 1]);
+  }
+  // u[h][g][x]: rows 4g .. 4g+3 per column, columns 8h + 4x .. 8h + 4x + 3.
+  const __m512i quad_lo = _mm512_setr_epi32(0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+  const __m512i quad_hi = _mm512_setr_epi32(8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+  for (int h = 0; h < 2; ++h)
+    for (int g = 0; g < 2; ++g) {
+      u[h][g][0] = _mm512_permutex2var_ps(t[4 * g + h], quad_lo, t[4 * g + 2 + h]);
+      u[h][g][1] = _mm512_permutex2var_ps(t[4 * g + h], quad_hi, t[4 * g + 2 + h]);
+    }
+  // Two columns of all eight rows per store.
+  const __m512i all_lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i all_hi = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int h = 0; h < 2; ++h)
+    for (int x = 0; x < 2; ++x) {
+      float* dst = packed + static_cast<std::size_t>(8 * h + 4 * x) * 8;
+      _mm512_storeu_ps(dst, _mm512_permutex2var_ps(u[h][0][x], all_lo, u[h][1][x]));
+      _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(u[h][0][x], all_hi, u[h][1][x]));
+    }
+}
+#endif
+
 /// Packs the im2col rows [m0, m0 + MR) of a causal convolution as pack_rows
 /// packs activation rows ([k][MR], rows past m zero): the row of output r is
 /// its taps' input rows back to back, read where they lie.
@@ -116,6 +150,22 @@ inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t k
                           std::size_t m0, float* packed) noexcept {
   constexpr std::size_t MR = GemmShape<Arch>::mr;
   const std::size_t k = kernel * in;
+#if defined(__AVX512F__)
+  if constexpr (Simd<Arch>::avx512 && MR == 8) {
+    if (m0 + MR <= m) {  // a full block: 16 columns of its 8 rows at a time
+      const float* rows[MR];
+      for (std::size_t j = 0; j < kernel; ++j) {
+        for (std::size_t r = 0; r < MR; ++r) rows[r] = taps[(m0 + r) * kernel + j];
+        float* dst = packed + j * in * MR;
+        std::size_t c = 0;
+        for (; c + 16 <= in; c += 16) transpose_8x16_avx512(rows, c, dst + c * MR);
+        for (; c < in; ++c)
+          for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = rows[r][c];
+      }
+      return;
+    }
+  }
+#endif
   for (std::size_t r = 0; r < MR; ++r) {
     if (m0 + r >= m) {
       for (std::size_t kk = 0; kk < k; ++kk) packed[kk * MR + r] = 0.0f;
