@@ -75,9 +75,14 @@ struct RowRuns {
   }
 };
 
-/// v's data with at least n floats; never shrinks (the scratch stays grown).
+/// v's data with at least n floats, contents unspecified (every caller
+/// overwrites them); never shrinks, so the scratch stays grown. Growing frees
+/// the old buffer first: no copy of stale values, no two buffers at once.
 inline float* grow(std::vector<float>& v, std::size_t n) {
-  if (v.size() < n) v.resize(n);
+  if (v.size() < n) {
+    std::vector<float>().swap(v);
+    v.resize(n);
+  }
   return v.data();
 }
 
