@@ -369,6 +369,9 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   options.language = parsed.language;
   options.translate = translation;
   options.temperature = parsed.temperature;
+  options.beam_size = parsed.beam_size;
+  options.best_of = parsed.best_of;
+  options.text_context = model->config().n_text_ctx;
   options.multilingual = model->special_tokens().multilingual;
   // The fallback's sampled decodes are seeded: the same upload gives the
   // same text (openai-whisper's are as reproducible as torch's RNG state).
