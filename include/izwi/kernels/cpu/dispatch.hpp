@@ -75,6 +75,10 @@ struct KernelTable {
                        std::span<const std::int64_t> positions, const RotaryTable& table) noexcept;
   void (*paged_attention)(const float* q, const AttentionSequence* seqs, std::size_t num_seqs, const KVLayerView& kv,
                           const AttentionShape& shape, float* out, izwi::detail::ThreadPool& pool) noexcept;
+  // Whisper's row ops.
+  void (*layer_norm)(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight,
+                     const float* bias, float eps, float* y, std::size_t ldy) noexcept;
+  void (*gelu)(float* x, std::size_t n) noexcept;
 };
 
 /// The variant in use: chosen at the first call (IZWI_CPU_ARCH, or the best

@@ -42,6 +42,8 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .add_inplace = &add_inplace<Arch>,
       .apply_rotary = &apply_rotary<Arch>,
       .paged_attention = &paged_attention_entry<Arch>,
+      .layer_norm = &layer_norm<Arch>,
+      .gelu = &gelu<Arch>,
   };
 }
 
