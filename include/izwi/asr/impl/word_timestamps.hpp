@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "izwi/models/whisper_alignment.hpp"
 #include "izwi/models/whisper_request.hpp"
