@@ -114,6 +114,62 @@ TEST_CASE("row ops: rms_norm, rms_norm_heads, silu_mul, softmax, add", "[kernels
   REQUIRE(std::fabs(v[0] + v[1] + v[2] - 1.0f) < 1e-6f);
 }
 
+// Whisper's row ops: each variant against the formula in double and against
+// the scalar variant (the portable reference), rows of odd lengths so the
+// vector loops and their scalar tails both run.
+void check_whisper_row_ops(const kc::KernelTable& kernels) {
+  const kc::KernelTable* scalar = kc::kernels_for("scalar");
+  REQUIRE(scalar != nullptr);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{384}, std::size_t{771}}) {
+    CAPTURE(n);
+    const std::size_t rows = 3, ld = n + 5;
+    auto x = kernel_test::random_floats(rows * ld, 31, 3.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += 0.7f;  // a mean away from 0
+    const auto w = kernel_test::random_floats(n, 32), b = kernel_test::random_floats(n, 33);
+    std::vector<float> y(rows * ld, -7.0f), y_scalar(rows * ld, -7.0f);
+    kernels.layer_norm(x.data(), ld, rows, n, w.data(), b.data(), 1e-5f, y.data(), ld);
+    scalar->layer_norm(x.data(), ld, rows, n, w.data(), b.data(), 1e-5f, y_scalar.data(), ld);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* in = x.data() + r * ld;
+      double mean = 0, var = 0;
+      for (std::size_t i = 0; i < n; ++i) mean += in[i];
+      mean /= double(n);
+      for (std::size_t i = 0; i < n; ++i) var += (in[i] - mean) * (in[i] - mean);
+      const double inv = 1.0 / std::sqrt(var / double(n) + 1e-5);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double expected = (in[i] - mean) * inv * w[i] + b[i];
+        REQUIRE(std::fabs(y[r * ld + i] - expected) <= 2e-5 * (1 + std::fabs(expected)));
+        REQUIRE(std::fabs(y[r * ld + i] - y_scalar[r * ld + i]) <= 2e-5 * (1 + std::fabs(expected)));
+      }
+      for (std::size_t i = n; i < ld; ++i) REQUIRE(y[r * ld + i] == -7.0f);  // the stride's gap untouched
+    }
+    // In place, as the Whisper layers call it.
+    auto inplace = x;
+    kernels.layer_norm(inplace.data(), ld, rows, n, w.data(), b.data(), 1e-5f, inplace.data(), ld);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(inplace[r * ld + i] == y[r * ld + i]);
+
+    auto g = kernel_test::random_floats(n * 3, 34, 6.0f), g_scalar = g;
+    const auto before = g;
+    kernels.gelu(g.data(), g.size());
+    scalar->gelu(g_scalar.data(), g_scalar.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double v = before[i], expected = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      REQUIRE(std::fabs(g[i] - expected) <= 1e-6 * (1 + std::fabs(expected)));
+      REQUIRE(std::fabs(g[i] - g_scalar[i]) <= 1e-6 * (1 + std::fabs(expected)));
+    }
+  }
+}
+
+TEST_CASE("Whisper row ops: layer_norm and exact GELU of every variant equal the formula and the scalar variant",
+          "[kernels][ops]") {
+  kernel_test::for_each_variant(check_whisper_row_ops);
+  std::vector<float> v{-1.0f, 0.0f, 2.0f};
+  kc::gelu(v.data(), v.size());  // the public entry point
+  REQUIRE(std::fabs(v[2] - 2.0f * 0.97724987f) < 1e-6f);
+  REQUIRE(v[1] == 0.0f);
+}
+
 void check_rotary(const kc::KernelTable& kernels) {
   const std::size_t heads = 3, head_dim = 38, rotary_dim = 34, ld = heads * head_dim + 5;
   const double theta = 1e6;

@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "izwi/asr/word_timestamps.hpp"
 #include "izwi/io/json.hpp"
 #include "izwi/models/whisper_alignment.hpp"
 #include "models/random_whisper.hpp"
@@ -154,6 +156,87 @@ TEST_CASE("Word alignment: long words cut at sentence ends", "[whisper][alignmen
   dw::truncate_long_words_at_sentence_ends(plain);
   CHECK(plain[0].end == Approx(3.0));
   CHECK(plain[2].start == Approx(3.2));
+}
+
+TEST_CASE("Word timestamps: openai-whisper's adjustment of words at segment boundaries", "[whisper][alignment]") {
+  const double d = 0.3, longest = 2 * d;  // the median word duration, and twice it
+  auto words_of = [](std::vector<std::pair<double, double>> times) {
+    std::vector<asr::Word> out;
+    for (auto [start, end] : times) out.push_back({"w", start, end, 0.5});
+    return out;
+  };
+  SECTION("after a pause, a long first word and a long second one are cut to 2d at a shared boundary") {
+    auto words = words_of({{1.0, 3.0}, {3.0, 5.0}, {5.0, 5.2}});
+    double start = 1.0, end = 5.2;
+    const double last_speech = asr::adjust_words_at_segment_boundary(words, start, end, d, 0.0);
+    const double boundary = std::max(5.0 / 2, 5.0 - longest);  // openai-whisper's split of the second word
+    CHECK(words[0].end == Approx(boundary));
+    CHECK(words[1].start == Approx(boundary));
+    CHECK(words[0].end - words[0].start == Approx(longest));
+    CHECK(words[1].end - words[1].start <= longest + 1e-9);
+    CHECK(start == Approx(words[0].start));  // the segment starts with its (cut) first word
+    CHECK(end == Approx(5.2));
+    CHECK(last_speech == end);
+  }
+  SECTION("without a pause before it, a long first word stays; the segment takes its times") {
+    auto words = words_of({{1.0, 3.0}, {3.0, 3.2}});
+    double start = 1.2, end = 3.1;
+    asr::adjust_words_at_segment_boundary(words, start, end, d, 2.5);  // 3.0 - 2.5 < 4d
+    CHECK(words[0].start == 1.0);
+    CHECK(words[0].end == 3.0);
+    CHECK(start == 1.0);  // 1.2 - 0.5 is not after the word's start
+    CHECK(end == 3.2);
+  }
+  SECTION("a first word starting over 0.5 s before its segment moves to it; a last one ending over 0.5 s after is cut") {
+    auto words = words_of({{0.0, 2.0}, {2.0, 2.4}, {4.0, 6.0}});
+    double start = 1.0, end = 5.0;
+    asr::adjust_words_at_segment_boundary(words, start, end, d, 1.5);
+    CHECK(words[0].start == Approx(std::max(0.0, std::min(2.0 - d, 1.0))));
+    CHECK(start == 1.0);
+    CHECK(words[2].end == Approx(std::max(4.0 + d, 5.0)));
+    CHECK(end == 5.0);
+  }
+  SECTION("a segment without words is left alone") {
+    std::vector<asr::Word> none;
+    double start = 1.0, end = 2.0;
+    CHECK(asr::adjust_words_at_segment_boundary(none, start, end, d, 0.7) == 0.7);
+    CHECK((start == 1.0 && end == 2.0));
+  }
+  SECTION("invariants over random segments") {
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (int trial = 0; trial < 3000; ++trial) {
+      const double median = 0.05 + 0.65 * unit(rng);
+      std::vector<asr::Word> words;
+      double t = 5 * unit(rng);
+      const double last_speech = t * unit(rng);
+      const std::size_t n = 1 + static_cast<std::size_t>(unit(rng) * 5);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double length = unit(rng) < 0.3 ? 3 * unit(rng) : median * unit(rng) * 2;
+        words.push_back({"w", t, t + length, 0.5});
+        t += length + (unit(rng) < 0.2 ? unit(rng) : 0.0);
+      }
+      const std::vector<asr::Word> before = words;
+      double start = words.front().start + (unit(rng) - 0.3) * 2, end = words.back().end + (unit(rng) - 0.7) * 2;
+      const bool pause = words[0].end - last_speech > 4 * median &&
+                         (words[0].end - words[0].start > 2 * median ||
+                          (n > 1 && words[1].end - words[0].start > 4 * median));
+      const double returned = asr::adjust_words_at_segment_boundary(words, start, end, median, last_speech);
+      CAPTURE(trial, median, last_speech, start, end);
+      CHECK(returned == end);
+      for (const asr::Word& w : words) CHECK(w.start <= w.end + 1e-12);
+      for (std::size_t i = 2; i + 1 < n; ++i) CHECK((words[i].start == before[i].start && words[i].end == before[i].end));
+      // The segment takes its first word's start, or that word was shortened to at most d.
+      CHECK((start == words[0].start || words[0].end - words[0].start <= median + 1e-9));
+      // The segment takes its last word's end, or that word now ends at the segment (or d after its start).
+      CHECK((end == words.back().end || words.back().end == std::max(words.back().start + median, end)));
+      if (pause) CHECK(words[0].end - words[0].start <= 2 * median + 1e-9);
+      if (pause && n > 1 && before[1].end - before[1].start > 2 * median) {
+        CHECK(words[0].end == words[1].start);
+        if (n > 2) CHECK(words[1].end - words[1].start <= 2 * median + 1e-9);
+      }
+    }
+  }
 }
 
 TEST_CASE("Word alignment: the published alignment heads and how a model's are chosen", "[whisper][alignment]") {

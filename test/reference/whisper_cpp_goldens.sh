@@ -52,3 +52,16 @@ json.dump({"source": source, "segments": segments}, open(sys.argv[2], "w"), inde
 PY
   echo "wrote $out/whisper-tiny-random-jfk-cli$variant.json" >&2
 done
+
+# The same with beam search (-bs 5, whisper.cpp's own beam algorithm), F32 file.
+"$reference_build/whisper-cli" -m "$work/model/ggml-model.bin" -f "$fixtures/audio/jfk.wav" -bs 5 -nf -l en \
+  -t "$threads" -nfa -ojf -of "$work/cli-bs5" >/dev/null 2>&1
+/usr/bin/python3 - "$work/cli-bs5.json" "$out/whisper-tiny-random-jfk-cli-bs5.json" <<'PY'
+import json, sys
+cli = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "replace"))
+segments = [{"t0_ms": s["offsets"]["from"], "t1_ms": s["offsets"]["to"], "tokens": [t["id"] for t in s["tokens"]]}
+            for s in cli["transcription"]]
+json.dump({"source": "whisper-cli -bs 5 -nf -nfa -l en -ojf, ggml-model.bin", "segments": segments},
+          open(sys.argv[2], "w"), indent=1)
+PY
+echo "wrote $out/whisper-tiny-random-jfk-cli-bs5.json" >&2

@@ -5,18 +5,21 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <numbers>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "izwi/asr/chunking.hpp"
 #include "izwi/asr/transcriber.hpp"
+#include "izwi/engine/beam_search.hpp"
 #include "izwi/server/transcription_api.hpp"
 
 #include "multipart_test_support.hpp"
@@ -50,7 +53,26 @@ TokenId ts(double seconds) { return special().timestamp_begin + static_cast<Toke
 struct Decoded {
   std::vector<TokenId> tokens;  // without <|endoftext|>
   float logprob = -0.1f;        // each token's, <|endoftext|> included
+  std::vector<float> logprobs{};  // when set: each token's (<|endoftext|> last), instead of `logprob`
 };
+
+/// A fake decoder's next-token distribution after `prefix`: (token,
+/// log-probability), most probable first.
+using NextTokens = std::function<std::vector<izwi::TokenLogprob>(const std::vector<TokenId>& prefix)>;
+
+/// Greedy decoding of `next` (argmax until <|endoftext|>), as the engine would.
+Decoded greedy_of(const NextTokens& next) {
+  Decoded d;
+  std::vector<TokenId> prefix;
+  for (int i = 0; i < 50; ++i) {
+    const izwi::TokenLogprob top = next(prefix).front();
+    d.logprobs.push_back(top.logprob);
+    if (top.token == special().eot) break;
+    prefix.push_back(top.token);
+  }
+  d.tokens = prefix;
+  return d;
+}
 
 /// Runs a transcriber to the end: probes answer `language` with
 /// probability 0.9 and the given no-speech probability; decodes answer
@@ -60,6 +82,8 @@ struct FakeEngine {
   std::string language = "en";
   std::function<double(const asr::WindowJob&)> no_speech = [](const asr::WindowJob&) { return 0.01; };
   std::function<Decoded(const asr::WindowJob&)> decode;
+  /// Beam rounds (jobs with top_logprobs) answer from this distribution.
+  NextTokens next;
   bool reverse = false;
   std::vector<asr::WindowJob> seen;
   std::vector<std::string> deltas;
@@ -78,13 +102,24 @@ struct FakeEngine {
   }
 
   std::vector<izwi::StreamChunk> decode_chunks(const asr::WindowJob& job) const {
+    if (job.top_logprobs > 0) {  // a beam round: one token, its alternatives
+      REQUIRE(job.max_tokens == 1);
+      REQUIRE(job.temperature == 0.0f);
+      std::vector<izwi::TokenLogprob> top = next(job.continuation);
+      if (top.size() > job.top_logprobs) top.resize(job.top_logprobs);
+      izwi::StreamChunk c;
+      c.token_ids = {top.front().token};
+      c.logprobs.push_back({top.front().token, top.front().logprob, top});
+      c.finish_reason = izwi::FinishReason::length;
+      return {c};
+    }
     Decoded d = decode(job);
     d.tokens.push_back(special().eot);
     std::vector<izwi::StreamChunk> chunks;
     for (std::size_t i = 0; i < d.tokens.size(); ++i) {  // one chunk per token, as the engine streams
       izwi::StreamChunk c;
       c.token_ids = {d.tokens[i]};
-      c.logprobs.push_back({d.tokens[i], d.logprob, {}});
+      c.logprobs.push_back({d.tokens[i], i < d.logprobs.size() ? d.logprobs[i] : d.logprob, {}});
       if (i + 1 == d.tokens.size()) c.finish_reason = izwi::FinishReason::stop;
       chunks.push_back(std::move(c));
     }
@@ -471,6 +506,22 @@ TEST_CASE("transcription form: fields, defaults and errors that name the field",
   CHECK_THAT(error_of({file, {"chunking_strategy", {}, {}, "{\"type\": \"fixed\"}"}}),
              ContainsSubstring("chunking_strategy.type"));
   CHECK_THAT(error_of({file, {"include[]", {}, {}, "words"}}), ContainsSubstring("include: "));
+  CHECK_THAT(error_of({file, {"beam_size", {}, {}, "0"}}), ContainsSubstring("beam_size: ") && ContainsSubstring("[1, 19]"));
+  CHECK_THAT(error_of({file, {"beam_size", {}, {}, "2.5"}}), ContainsSubstring("beam_size: "));
+  CHECK_THAT(error_of({file, {"beam_size", {}, {}, "20"}}), ContainsSubstring("beam_size: "));
+  CHECK_THAT(error_of({file, {"best_of", {}, {}, "17"}}), ContainsSubstring("best_of: "));
+  CHECK_THAT(error_of({file, {"best_of", {}, {}, "many"}}), ContainsSubstring("best_of: "));
+  CHECK(r.beam_size == 1);  // absent: greedy, one sample
+  CHECK(r.best_of == 1);
+  {
+    std::string b;
+    auto f = form_of(b, {file, {"beam_size", {}, {}, "5"}, {"best_of", {}, {}, "3"}});
+    for (const bool translation : {false, true}) {  // both endpoints take them
+      const auto parsed = openai::parse_transcription_request(f, translation);
+      CHECK(parsed.beam_size == 5);
+      CHECK(parsed.best_of == 3);
+    }
+  }
 
   std::string b2;
   auto f2 = form_of(b2, {file, {"chunking_strategy", {}, {}, "auto"}, {"language", {}, {}, "en"}});
@@ -525,4 +576,190 @@ TEST_CASE("transcription formats: srt, vtt, verbose_json, json and text", "[serv
   CHECK(done.at("usage").at("seconds").as_int64() == 11);
   CHECK(done.at("logprobs").as_array().size() == 1);
   CHECK(openai::language_name("yue") == "cantonese");
+}
+
+namespace {
+
+// A decoder where greedy decoding is myopic: " hello" is the likelier first
+// token, but every continuation of it is unlikely; " la two" is the likelier
+// whole. Sums: " hello world" -0.4 - 2.0 - 0.01 = -2.41 (score -1.205),
+// " la two" -1.1 - 0.05 - 0.01 = -1.16 (score -0.58).
+std::vector<izwi::TokenLogprob> myopic_next(const std::vector<TokenId>& prefix) {
+  const TokenId eot = special().eot;
+  auto fill = [](std::vector<izwi::TokenLogprob> top) {
+    for (const char* w : {" one", " two", " three", " again", " silence", " world"}) {
+      if (top.size() >= 8) break;
+      if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.token == word(w); }))
+        top.push_back({word(w), -7.0f - static_cast<float>(top.size())});
+    }
+    return top;
+  };
+  if (prefix.empty()) return fill({{word(" hello"), -0.4f}, {word(" la"), -1.1f}});
+  if (prefix == std::vector<TokenId>{word(" hello")})
+    return fill({{word(" world"), -2.0f}, {word(" again"), -2.1f}, {eot, -2.2f}});
+  if (prefix == std::vector<TokenId>{word(" la")}) return fill({{word(" two"), -0.05f}, {eot, -3.5f}});
+  return fill({{eot, -0.01f}});
+}
+
+asr::Transcription transcribe_with(FakeEngine& fake, const asr::TranscriptionOptions& options, double seconds = 3) {
+  asr::Transcriber t(fake_tokenizer(), silence(seconds), options);
+  fake.run(t);
+  return t.result();
+}
+
+}  // namespace
+
+TEST_CASE("Transcriber: beam_size 1 decodes greedily, beam_size 5 finds the likelier text", "[asr][beam]") {
+  FakeEngine fake;
+  fake.next = myopic_next;
+  fake.decode = [](const asr::WindowJob& job) {
+    CHECK(job.continuation.empty());
+    CHECK(job.top_logprobs == 0);
+    return greedy_of(myopic_next);
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  options.beam_size = 1;
+  const asr::Transcription greedy = transcribe_with(fake, options);
+  CHECK(greedy.text == "hello world");
+  CHECK(fake.decodes().size() == 1);
+  CHECK_THAT(greedy.segments.at(0).avg_logprob, WithinAbs(-2.41 / 3, 1e-6));
+
+  options.beam_size = 5;
+  for (const bool reverse : {false, true}) {  // rounds finished in any order give the same search
+    FakeEngine beams;
+    beams.next = myopic_next;
+    beams.reverse = reverse;
+    beams.decode = [](const asr::WindowJob&) -> Decoded {
+      FAIL("a temperature-0 decode with beam_size 5 must be a beam search");
+      return {};
+    };
+    const asr::Transcription r = transcribe_with(beams, options);
+    CHECK(r.text == "la two");
+    CHECK(r.windows_decoded == 1);
+    REQUIRE(r.segments.size() == 1);
+    CHECK(r.segments[0].temperature == 0.0f);
+    CHECK_THAT(r.segments[0].avg_logprob, WithinAbs(-1.16 / 3, 1e-6));
+    REQUIRE(r.segments[0].text_logprobs.size() == 2);
+    CHECK_THAT(r.segments[0].text_logprobs[1].logprob, WithinAbs(-0.05, 1e-6));
+    const auto jobs = beams.decodes();
+    // Round 1: one beam; round 2: five (" hello", " la" and three fillers); then the finished count stops it.
+    REQUIRE(jobs.size() >= 6);
+    CHECK(jobs[0].continuation.empty());
+    std::size_t second_round = 0;
+    for (const auto& j : jobs) {
+      CHECK(j.top_logprobs == 6);
+      CHECK(j.max_tokens == 1);
+      CHECK(j.continuation.size() <= 3);
+      if (j.continuation.size() == 1) ++second_round;
+    }
+    CHECK(second_round == 5);
+  }
+}
+
+TEST_CASE("Transcriber: a beam result that fails the thresholds falls back to sampling; best_of keeps the likeliest sample",
+          "[asr][beam]") {
+  // Every beam is unlikely (avg log-probability below -1): 0.2 is tried, as sampling.
+  FakeEngine fake;
+  fake.next = [](const std::vector<TokenId>& prefix) -> std::vector<izwi::TokenLogprob> {
+    if (prefix.size() < 2) return {{word(" one"), -1.5f}, {word(" two"), -1.6f}, {special().eot, -4.0f}};
+    return {{special().eot, -1.5f}, {word(" three"), -2.0f}};
+  };
+  // Sample i (seed i) says " one" ×(i+1) with log-probability -0.5 × (3 - i):
+  // the third is the likeliest by sum / length.
+  fake.decode = [](const asr::WindowJob& job) {
+    REQUIRE(job.seed.has_value());
+    Decoded d;
+    d.tokens.assign(*job.seed + 1, word(" one"));
+    d.logprob = -0.5f * static_cast<float>(3 - *job.seed);
+    return d;
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  options.beam_size = 3;
+  options.best_of = 3;
+  options.seed = 0;
+  const asr::Transcription r = transcribe_with(fake, options);
+  std::size_t beam_jobs = 0;
+  std::vector<std::uint64_t> seeds;
+  for (const auto& j : fake.decodes()) {
+    if (j.top_logprobs > 0) {
+      ++beam_jobs;
+      CHECK(j.temperature == 0.0f);
+    } else {
+      CHECK(j.temperature == 0.2f);
+      seeds.push_back(*j.seed);
+    }
+  }
+  CHECK(beam_jobs > 0);
+  CHECK(seeds == std::vector<std::uint64_t>{0, 1, 2});  // three distinct samples, all at once
+  CHECK(r.windows_decoded == 2);                        // the beam search, then the best_of group
+  REQUIRE(r.segments.size() == 1);
+  CHECK(r.segments[0].temperature == 0.2f);
+  CHECK(r.text == "one one one");
+  CHECK_THAT(r.segments[0].avg_logprob, WithinAbs(-0.5, 1e-6));
+
+  SECTION("beam_size and best_of out of range are refused naming the option") {
+    asr::TranscriptionOptions bad = options;
+    bad.beam_size = 0;
+    CHECK_THROWS_WITH(asr::Transcriber(fake_tokenizer(), silence(1), bad), ContainsSubstring("beam_size"));
+    bad.beam_size = 20;
+    CHECK_THROWS_WITH(asr::Transcriber(fake_tokenizer(), silence(1), bad), ContainsSubstring("beam_size"));
+    bad = options;
+    bad.best_of = 0;
+    CHECK_THROWS_WITH(asr::Transcriber(fake_tokenizer(), silence(1), bad), ContainsSubstring("best_of"));
+  }
+}
+
+TEST_CASE("BeamSearcher: openai-whisper's ranking, length penalty and patience", "[asr][beam]") {
+  const TokenId eot = special().eot;
+  CHECK_THAT(izwi::beam_score(-3.0, 2, std::nullopt), WithinAbs(-1.5, 1e-12));
+  CHECK_THAT(izwi::beam_score(-3.0, 2, 1.0), WithinAbs(-3.0 / (7.0 / 6.0), 1e-12));
+  CHECK_THAT(izwi::beam_score(-3.0, 0, std::nullopt), WithinAbs(-3.0, 1e-12));
+
+  auto search = [&](izwi::BeamSearchOptions o) {
+    izwi::BeamSearcher s(std::span(&eot, 1), o);
+    std::size_t rounds = 0;
+    while (!s.done()) {
+      std::vector<std::vector<izwi::TokenLogprob>> tops;
+      for (const auto& b : s.beams()) {
+        auto top = myopic_next(b.tokens);
+        top.resize(std::min<std::size_t>(top.size(), s.candidates_per_beam()));
+        tops.push_back(top);
+      }
+      s.advance(tops);
+      ++rounds;
+    }
+    auto r = s.finish();
+    CHECK(r.num_requests >= rounds);
+    return r;
+  };
+  izwi::BeamSearchOptions o;
+  o.beam_width = 1;
+  const auto one = search(o);
+  CHECK(one.best().tokens == greedy_of(myopic_next).tokens);  // width 1 = greedy
+  CHECK(one.best().finished);
+  CHECK(one.best().logprobs.size() == one.best().tokens.size() + 1);  // the end token's too
+
+  o.beam_width = 5;
+  const auto five = search(o);
+  CHECK(five.best().tokens == std::vector<TokenId>{word(" la"), word(" two")});
+  CHECK_THAT(five.best().score, WithinAbs(-1.16 / 2, 1e-6));  // the end token is not counted in the length
+  CHECK(five.hypotheses.size() == 5);
+  for (const auto& h : five.hypotheses) {
+    double sum = 0;
+    for (float l : h.logprobs) sum += l;
+    CHECK_THAT(sum, WithinAbs(h.sum_logprob, 1e-5));
+  }
+  CHECK(std::is_sorted(five.hypotheses.begin(), five.hypotheses.end(),
+                       [](const auto& a, const auto& b) { return a.score > b.score; }));
+  o.patience = 2.0;
+  CHECK(search(o).hypotheses.size() == 10);
+  o.patience = 1.0;
+  o.max_tokens = 1;  // no room: the live beams compete
+  const auto cut = search(o);
+  CHECK(!cut.best().finished);
+  CHECK(cut.best().tokens.size() == 1);
+  o.beam_width = 0;
+  CHECK_THROWS_WITH(izwi::BeamSearcher(std::span(&eot, 1), o), ContainsSubstring("beam_width"));
 }

@@ -29,6 +29,12 @@
 //     or the average log-probability below −1.0 — unless the window is
 //     silence (no-speech probability above 0.6 with the log-probability below
 //     −1.0), which is skipped.
+//   * Decoding strategies as openai-whisper's: at temperature 0 a beam search
+//     when beam_size > 1 (izwi::BeamSearcher: each round is one single-token
+//     job per live beam, its tokens continued after the decoder prompt, all
+//     handed out together so the engine batches them); above 0, best_of
+//     sampled decodes at once, the most likely (sum_logprob / length) kept.
+//     Either way the fallback judges the chosen decode.
 //   * Segments come from pairs of timestamp tokens; the window advances to
 //     the last timestamp (or by the whole window when the text ends with a
 //     single timestamp or has none), the previous text (up to 224 tokens)
@@ -86,6 +92,17 @@ struct TranscriptionOptions {
   std::uint32_t max_tokens_per_window = 224;
   /// Seed of the sampled (temperature > 0) decodes; unset: the engine draws.
   std::optional<std::uint64_t> seed;
+  /// Beam width of the temperature-0 decodes (openai-whisper's beam_size; 1: greedy).
+  std::size_t beam_size = 1;
+  /// Sampled decodes per temperature above 0, the most likely kept (best_of; 1: one).
+  std::size_t best_of = 1;
+  /// Ranking of beams and best_of samples: unset, sum_logprob / length; set,
+  /// sum_logprob / ((5 + length) / 6)^length_penalty.
+  std::optional<double> length_penalty;
+  /// Beam search ends once round(beam_size × patience) hypotheses have.
+  double patience = 1.0;
+  /// The decoder's context (n_text_ctx): a beam's prompt and tokens stay inside it.
+  std::size_t text_context = 448;
   /// Whether the model has language tokens (languages are detected only then).
   bool multilingual = true;
   /// Probe every window before decoding it (its no-speech probability; the
@@ -117,6 +134,12 @@ struct WindowJob {
   float temperature = 0.0f;
   std::uint32_t max_tokens = 224;
   std::optional<std::uint64_t> seed;
+  /// A beam-search round: the beam's tokens so far, continued after the
+  /// decoder prompt (max_tokens is then 1, temperature 0).
+  std::vector<TokenId> continuation;
+  /// Top log-probabilities each generated token must carry (a beam round:
+  /// beam_size + 1); 0: none.
+  std::uint32_t top_logprobs = 0;
 };
 
 /// One generated text token and its log-probability (include[]=logprobs).
@@ -152,7 +175,7 @@ struct Transcription {
   double duration = 0;               ///< seconds of audio
   std::string text;                  ///< segments' text joined, leading whitespace removed
   std::vector<Segment> segments;
-  std::size_t windows_decoded = 0;   ///< decode jobs run (fallbacks included)
+  std::size_t windows_decoded = 0;   ///< decodes judged (fallbacks included; a beam search or a best_of group is one)
 };
 
 /// Text that became final, in audio order.
@@ -166,7 +189,8 @@ class Transcriber {
   /// `samples_16k`: the whole audio (16 kHz mono), shared with the jobs'
   /// requests. `regions`: the parts to decode (plan_vad_regions); empty: the
   /// whole audio as one region (the sequential algorithm). Throws
-  /// izwi::invalid_argument for an unknown language or a region out of range.
+  /// izwi::invalid_argument for an unknown language, a region out of range,
+  /// or a beam_size / best_of of 0 (or a beam_size above 19).
   Transcriber(const tokenizer::WhisperTokenizer& tokenizer, std::shared_ptr<const std::vector<float>> samples_16k,
               TranscriptionOptions options, std::vector<audio::AudioChunk> regions = {});
   Transcriber(const Transcriber&) = delete;
@@ -199,11 +223,15 @@ class Transcriber {
  private:
   struct Region;
   struct PendingJob;
+  struct DecodedWindow;
   void start_window(Region& region);
   void submit_decode(Region& region);
+  WindowJob& push_job(Region& region, WindowJob::Kind kind, std::size_t slot);
+  void submit_beam_round(Region& region);
   void finish_probe(PendingJob& job, const StreamChunk& last);
   void finish_decode(PendingJob& job);
-  void accept_window(Region& region, PendingJob& job, double avg_logprob, double compression_ratio);
+  void judge_window(Region& region, DecodedWindow decoded);
+  void accept_window(Region& region, const DecodedWindow& decoded, double avg_logprob, double compression_ratio);
   void language_known();
   void fail(std::string why, FinishReason reason);
 

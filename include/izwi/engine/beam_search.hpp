@@ -17,16 +17,22 @@
 // Scoring as openai-whisper's BeamSearchDecoder: each live beam expands into
 // its beam_width + 1 most probable next tokens; the beam_width best
 // candidates by summed log-probability live on; candidates that end (EOS)
-// are collected until beam_width × patience have; at the end hypotheses are
-// ranked by sum_logprob / length (or / ((5 + length) / 6)^length_penalty).
+// are collected until beam_width × patience have (the candidates ranked
+// below the beam_width-th live one are not looked at); at the end hypotheses
+// are ranked by sum_logprob / length, the end token's log-probability in the
+// sum but not counted in the length (or / ((5 + length) / 6)^length_penalty).
+// BeamSearcher is the same search as a state machine, for drivers that feed
+// it rounds from streams (the transcription endpoints).
 // The log-probabilities are what the executor's sampler reports: under the
 // logits after the model's own filters, at temperature 1.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +55,8 @@ struct BeamSearchOptions {
 
 struct BeamHypothesis {
   std::vector<TokenId> tokens;  ///< generated tokens, the end token excluded
+  /// Each generated token's log-probability; one more (the end token's) when finished.
+  std::vector<float> logprobs;
   double sum_logprob = 0;
   bool finished = false;        ///< ended with an end token (not the length limit)
   double score = 0;             ///< the ranking score
@@ -60,6 +68,44 @@ struct BeamSearchResult {
   /// Requests sent to the engine (one per live beam and round).
   std::size_t num_requests = 0;
   const BeamHypothesis& best() const { return hypotheses.front(); }
+};
+
+/// openai-whisper's ranking score (MaximumLikelihoodRanker): sum_logprob over
+/// the length (the end token not counted), or over ((5 + length) / 6)^penalty.
+double beam_score(double sum_logprob, std::size_t length, std::optional<double> length_penalty);
+
+/// The search as a state machine, for drivers that cannot block on a round
+/// (the transcription server feeds it from engine streams):
+///
+///   BeamSearcher search(eos, options);
+///   while (!search.done()) {
+///     // one request per search.beams()[i]: its tokens after the prompt,
+///     // greedy, one token, top search.candidates_per_beam() logprobs
+///     search.advance(tops);   // tops[i]: that request's first top list (empty: it cannot grow)
+///   }
+///   BeamSearchResult r = search.finish();
+class BeamSearcher {
+ public:
+  /// Throws izwi::invalid_argument for a beam width of 0 or above SamplingParams::max_logprobs − 1.
+  BeamSearcher(std::span<const TokenId> eos_token_ids, BeamSearchOptions options);
+
+  bool done() const noexcept;
+  /// The live beams to expand this round (the first round: one, empty).
+  const std::vector<BeamHypothesis>& beams() const noexcept { return beams_; }
+  /// How many top log-probabilities each beam's request must return (beam_width + 1).
+  std::uint32_t candidates_per_beam() const noexcept { return static_cast<std::uint32_t>(options_.beam_width + 1); }
+  /// The round's answers, one top list per beam in beams()' order.
+  void advance(std::span<const std::vector<TokenLogprob>> tops);
+  /// The hypotheses ranked, best first (never empty). Call once done().
+  BeamSearchResult finish();
+
+ private:
+  std::vector<TokenId> eos_;
+  BeamSearchOptions options_;
+  std::size_t wanted_ = 1;
+  std::size_t rounds_ = 0;
+  std::size_t num_requests_ = 0;
+  std::vector<BeamHypothesis> beams_, finished_;
 };
 
 /// Beam search of `base` (its sampling is replaced: greedy, one token, top

@@ -98,6 +98,17 @@ struct WhisperWord {
 std::vector<WhisperWord> whisper_word_timestamps(WhisperRunner& runner, std::span<const TokenId> tokens,
                                                  const WhisperWordOptions& options = {});
 
+/// The words and the median word duration of the alignment (step 6's d: the
+/// median non-zero duration before punctuation merges, at most 0.7 s; 0 when
+/// none), which openai-whisper's adjustments at segment boundaries use
+/// (asr::adjust_words_at_segment_boundary).
+struct WhisperWordAlignment {
+  std::vector<WhisperWord> words;
+  double median_duration = 0;
+};
+WhisperWordAlignment whisper_align_words(WhisperRunner& runner, std::span<const TokenId> tokens,
+                                         const WhisperWordOptions& options = {});
+
 }  // namespace izwi
 
 #include "izwi/models/impl/whisper_alignment.hpp"

@@ -16,6 +16,7 @@
 // temperature, runs the encoder once.
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,6 +59,17 @@ SamplingParams whisper_sampling(float temperature = 0.0f);
 /// unknown language (the message lists the model's codes).
 Request make_whisper_request(const Whisper& model, std::span<const float> samples_16k,
                              const WhisperPromptOptions& options, SamplingParams sampling = whisper_sampling());
+
+/// The audio input of one window (its samples, content hash and log-mel),
+/// to share among requests over the same window: a probe, a decode, the
+/// rounds of a beam search — the log-mel and the hash are then computed once.
+std::shared_ptr<const AudioInput> make_whisper_window_audio(const Whisper& model, std::span<const float> samples_16k);
+
+/// make_whisper_request over a window's audio made by make_whisper_window_audio.
+Request make_whisper_request(const Whisper& model, std::shared_ptr<const AudioInput> window,
+                             const WhisperPromptOptions& options, SamplingParams sampling = whisper_sampling());
+/// make_whisper_language_probe over a window's audio made by make_whisper_window_audio.
+Request make_whisper_language_probe(const Whisper& model, std::shared_ptr<const AudioInput> window);
 
 /// Language identification and the no-speech probability of one window: a
 /// request that generates one token, the most probable language token. Its

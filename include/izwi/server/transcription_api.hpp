@@ -8,7 +8,10 @@
 //                 stream ("true": SSE), chunking_strategy ("auto", or
 //                 {"type": "server_vad", threshold, prefix_padding_ms,
 //                 silence_duration_ms} as JSON text or as the SDK's
-//                 chunking_strategy[type] fields), include[] (logprobs).
+//                 chunking_strategy[type] fields), include[] (logprobs);
+//                 izwi's extensions, named as whisper.cpp's server names them:
+//                 beam_size (1..19: beam search at temperature 0; 1 greedy),
+//                 best_of (1..16: sampled decodes per temperature above 0).
 //   responses     json          {"text", ["logprobs"], "usage": {"type": "duration", "seconds"}}
 //                 text          the text and a newline (text/plain)
 //                 srt, vtt      subtitles of the segments
@@ -60,6 +63,10 @@ struct TranscriptionRequest {
   std::string prompt;
   TranscriptionFormat response_format = TranscriptionFormat::json;
   float temperature = 0.0f;
+  /// Extensions (whisper.cpp's server, openai-whisper's CLI): beam width at
+  /// temperature 0, sampled candidates above it.
+  std::size_t beam_size = 1;
+  std::size_t best_of = 1;
   bool stream = false;
   bool logprobs = false;
   TimestampGranularities granularities;

@@ -231,6 +231,78 @@ describe("/v1/audio/transcriptions", () => {
   });
 });
 
+describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's server names them)", () => {
+  test("beam_size=1 is the greedy text; beam_size=5 is well formed and the same twice; bad values: 400", async () => {
+    const greedy = await upload([["response_format", "verbose_json"]]);
+    const one = await upload([["response_format", "verbose_json"], ["beam_size", "1"]]);
+    assert.equal(one.status, 200, one.text);
+    assert.deepEqual(one.json, greedy.json, "beam_size=1 decodes greedily");
+    const beams = [];
+    for (let i = 0; i < 2; ++i) {
+      const r = await upload([["response_format", "verbose_json"], ["beam_size", "5"], ["best_of", "2"]]);
+      assert.equal(r.status, 200, r.text);
+      beams.push(r.json);
+    }
+    const v = beams[0];
+    // The same tokens and times; log-probabilities to float rounding (a
+    // round's beams may share an engine step with different neighbours).
+    const exact = (r) => ({...r, segments: r.segments.map(({avg_logprob, ...rest}) => rest)});
+    assert.deepEqual(exact(beams[1]), exact(v), "a beam search is deterministic (and the fallback's samples seeded)");
+    v.segments.forEach((s, i) => assert.ok(Math.abs(s.avg_logprob - beams[1].segments[i].avg_logprob) < 1e-5));
+    assert.equal(v.segments.map((s) => s.text).join("").trimStart(), v.text);
+    let last = 0;
+    for (const s of v.segments) {
+      assert.ok(s.start >= last - 1e-9 && s.start <= s.end && s.end <= v.duration + 0.02, `segment ${s.start}..${s.end}`);
+      assert.ok(s.avg_logprob <= 0 && [0, 0.2, 0.4, 0.6, 0.8, 1].includes(s.temperature), JSON.stringify(s));
+      last = s.end;
+    }
+    for (const [field, value] of [["beam_size", "0"], ["beam_size", "30"], ["best_of", "1.5"]]) {
+      const e = checkErrorEnvelope(assert, await upload([[field, value]]), 400, `${field}=${value}`);
+      assert.equal(e.param, field);
+    }
+  });
+
+  test("a client that hangs up during a beam search: every KV block returns, no round follows", async () => {
+    const finished = async () => {
+      const m = (await getMetrics(server)).metrics;
+      let n = 0;
+      for (const reason of ["abort", "length", "stop"])
+        n += metricValue(m, "izwi:request_success_total", {finished_reason: reason}) ?? 0;
+      return n;
+    };
+    const before = await finished();
+    const {body, contentType} = form([["file", {filename: "jfk.wav", data: JFK}], ["model", WHISPER_ID],
+                                      ["stream", "true"], ["beam_size", "5"]]);
+    let received = "";
+    await new Promise((resolve) => {
+      const req = http.request({host: HOST, port: server.port, method: "POST", path: "/v1/audio/transcriptions",
+                                headers: {"content-type": contentType, "content-length": body.length}});
+      req.on("error", () => resolve());
+      req.on("response", async (res) => {
+        res.on("error", () => resolve());
+        res.on("data", (chunk) => { received += chunk; });
+        // The probe and a few rounds of five beams have finished: the search is under way.
+        const deadline = Date.now() + 60000;
+        while (await finished() < before + 12 && Date.now() < deadline) await sleep(10);
+        req.destroy();
+        resolve();
+      });
+      req.end(body);
+    });
+    assert.ok(!received.includes("transcript.text.done"), "the transcription ended before the hang-up: nothing was tested");
+    // The server notices the hang-up at its next write (a keep-alive comment
+    // each half second); rounds may run until then, none after.
+    await sleep(1500);
+    const idle = await waitForIdleEngine(server, {timeoutMs: 60000});
+    assert.ok(idle.ok, `engine not idle after the hang-up: ${JSON.stringify({used: idle.used, running: idle.running, waiting: idle.waiting})}`);
+    const settled = await finished();
+    await sleep(1500);
+    assert.equal(await finished(), settled, "beam rounds went on after the client left");
+    const r = await upload([["beam_size", "5"]]);
+    assert.equal(r.status, 200, "the next transcription is served");
+  });
+});
+
 describe("the official openai SDK as the client", () => {
   test("transcriptions (json, verbose_json, stream) and translations", async () => {
     const {OpenAI, toFile, BadRequestError} = await loadOpenAI();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "izwi/core/error.hpp"
+#include "izwi/engine/beam_search.hpp"
 
 namespace izwi::asr {
 
@@ -48,6 +49,14 @@ inline std::string_view trim(std::string_view s) {
 
 }  // namespace detail
 
+/// One decode of a window: its tokens (up to <|endoftext|>, included when
+/// it ended there) and each one's log-probability.
+struct Transcriber::DecodedWindow {
+  std::vector<TokenId> tokens;
+  std::vector<float> logprobs;
+  float temperature = 0.0f;
+};
+
 struct Transcriber::Region {
   std::size_t index = 0;
   std::size_t begin = 0, end = 0;  // samples of the audio
@@ -62,6 +71,13 @@ struct Transcriber::Region {
   double no_speech_prob = 0;
   bool waiting_for_language = false;
   std::size_t windows = 0;
+  // The attempt at one temperature: its jobs still out, and a beam search's
+  // state or the best_of samples back so far.
+  std::size_t outstanding = 0;
+  WindowJob attempt;  // the fields every job of the attempt shares
+  std::unique_ptr<BeamSearcher> beam;
+  std::vector<std::vector<::izwi::TokenLogprob>> round_tops;
+  std::vector<DecodedWindow> samples;
 
   std::size_t window_frames() const noexcept { return std::min(frames_per_window, content_frames - seek); }
 };
@@ -69,9 +85,10 @@ struct Transcriber::Region {
 struct Transcriber::PendingJob {
   WindowJob job;
   Region* region = nullptr;
+  std::size_t slot = 0;  // its beam (a beam round) or its sample (best_of)
   std::vector<TokenId> tokens;
   std::vector<float> logprobs;
-  std::optional<TokenLogprobs> probe;  // the probe's first position
+  std::optional<TokenLogprobs> first;  // the first position's log-probabilities (a probe's, a beam round's)
 };
 
 inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
@@ -87,6 +104,10 @@ inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
   if (options_.language || !options_.multilingual) language_ = options_.language.value_or("en");
   if (!language_ && !options_.probe_windows)
     throw invalid_argument("language", "a language must be given when windows are not probed");
+  if (options_.beam_size == 0 || options_.beam_size + 1 > SamplingParams::max_logprobs)
+    throw invalid_argument("beam_size", "beam_size must be in [1, " + std::to_string(SamplingParams::max_logprobs - 1) +
+                                            "], got " + std::to_string(options_.beam_size));
+  if (options_.best_of == 0) throw invalid_argument("best_of", "best_of must be at least 1");
   temperatures_ = options_.temperatures();
   if (regions.empty()) regions.push_back({0, samples_->size()});
   for (const audio::AudioChunk& c : regions) {
@@ -135,17 +156,27 @@ inline void Transcriber::start_window(Region& region) {
     submit_decode(region);
     return;
   }
-  auto pending = std::make_unique<PendingJob>();
-  pending->region = &region;
-  WindowJob& job = pending->job;
-  job.id = next_job_id_++;
-  job.kind = WindowJob::Kind::language_probe;
-  job.begin = region.begin + region.seek * samples_per_frame;
-  job.end = std::min(region.end, job.begin + region.window_frames() * samples_per_frame);
-  ready_.push_back(job);
-  in_flight_.push_back(std::move(pending));
+  push_job(region, WindowJob::Kind::language_probe, 0);
+  ready_.push_back(in_flight_.back()->job);
 }
 
+// A job over the region's current window, in flight from now on; the caller
+// fills in the decode fields and hands it out (ready_).
+inline WindowJob& Transcriber::push_job(Region& region, WindowJob::Kind kind, std::size_t slot) {
+  auto pending = std::make_unique<PendingJob>();
+  pending->region = &region;
+  pending->slot = slot;
+  WindowJob& job = pending->job;
+  job.id = next_job_id_++;
+  job.kind = kind;
+  job.begin = region.begin + region.seek * samples_per_frame;
+  job.end = std::min(region.end, job.begin + region.window_frames() * samples_per_frame);
+  in_flight_.push_back(std::move(pending));
+  return job;
+}
+
+// The attempt at the region's current temperature: a beam search at 0
+// (beam_size > 1), best_of samples above it, else one decode.
 inline void Transcriber::submit_decode(Region& region) {
   if (failed()) return;
   if (!language_) {
@@ -153,33 +184,73 @@ inline void Transcriber::submit_decode(Region& region) {
     return;
   }
   region.waiting_for_language = false;
-  auto pending = std::make_unique<PendingJob>();
-  pending->region = &region;
-  WindowJob& job = pending->job;
-  job.id = next_job_id_++;
-  job.kind = WindowJob::Kind::decode;
-  job.begin = region.begin + region.seek * samples_per_frame;
-  job.end = std::min(region.end, job.begin + region.window_frames() * samples_per_frame);
-  job.language = language_;
-  job.translate = options_.translate;
+  WindowJob& shared = region.attempt;
+  shared = WindowJob{};
+  shared.kind = WindowJob::Kind::decode;
+  shared.language = language_;
+  shared.translate = options_.translate;
   const auto from = region.all_tokens.begin() + static_cast<std::ptrdiff_t>(region.prompt_reset_since);
   const std::size_t available = static_cast<std::size_t>(region.all_tokens.end() - from);
   const std::size_t keep = std::min(available, max_prompt_tokens);
-  job.previous_tokens.assign(region.all_tokens.end() - static_cast<std::ptrdiff_t>(keep), region.all_tokens.end());
-  job.temperature = temperatures_[region.temperature_index];
-  job.max_tokens = options_.max_tokens_per_window;
-  job.seed = options_.seed;
-  ready_.push_back(job);
-  in_flight_.push_back(std::move(pending));
+  shared.previous_tokens.assign(region.all_tokens.end() - static_cast<std::ptrdiff_t>(keep), region.all_tokens.end());
+  shared.temperature = temperatures_[region.temperature_index];
+  shared.max_tokens = options_.max_tokens_per_window;
+  shared.seed = options_.seed;
+  if (shared.temperature == 0.0f && options_.beam_size > 1) {
+    // The decoder prompt (as whisper_decoder_prompt builds it) plus a beam
+    // stay inside the context, as a greedy decode's tokens do.
+    const std::size_t previous = std::min(keep, options_.text_context / 2 - 1);
+    const std::size_t prompt = (previous ? previous + 1 : 0) + (tokenizer_->special().multilingual ? 3 : 1);
+    BeamSearchOptions beam;
+    beam.beam_width = options_.beam_size;
+    beam.patience = options_.patience;
+    beam.length_penalty = options_.length_penalty;
+    beam.max_tokens = std::min<std::size_t>(shared.max_tokens, options_.text_context - std::min(prompt, options_.text_context));
+    const TokenId eot = tokenizer_->special().eot;
+    region.beam = std::make_unique<BeamSearcher>(std::span(&eot, 1), beam);
+    submit_beam_round(region);
+    return;
+  }
+  const std::size_t samples = shared.temperature > 0.0f ? options_.best_of : 1;
+  region.samples.assign(samples, {});
+  region.outstanding = samples;
+  for (std::size_t i = 0; i < samples; ++i) {
+    WindowJob& job = push_job(region, WindowJob::Kind::decode, i);
+    WindowJob shaped = shared;
+    shaped.id = job.id;
+    shaped.begin = job.begin;
+    shaped.end = job.end;
+    if (options_.seed) shaped.seed = *options_.seed + i;  // distinct samples, still reproducible
+    job = std::move(shaped);
+    ready_.push_back(job);
+  }
+}
+
+// One single-token job per live beam, handed out together.
+inline void Transcriber::submit_beam_round(Region& region) {
+  const std::vector<BeamHypothesis>& beams = region.beam->beams();
+  region.round_tops.assign(beams.size(), {});
+  region.outstanding = beams.size();
+  for (std::size_t i = 0; i < beams.size(); ++i) {
+    WindowJob& job = push_job(region, WindowJob::Kind::decode, i);
+    WindowJob shaped = region.attempt;
+    shaped.id = job.id;
+    shaped.begin = job.begin;
+    shaped.end = job.end;
+    shaped.continuation = beams[i].tokens;
+    shaped.max_tokens = 1;
+    shaped.top_logprobs = region.beam->candidates_per_beam();
+    job = std::move(shaped);
+    ready_.push_back(job);
+  }
 }
 
 inline void Transcriber::on_chunk(std::uint64_t job_id, const StreamChunk& chunk) {
   auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [&](const auto& p) { return p->job.id == job_id; });
   if (it == in_flight_.end()) return;
   PendingJob& pending = **it;
-  if (pending.job.kind == WindowJob::Kind::language_probe) {
-    if (!pending.probe && !chunk.logprobs.empty()) pending.probe = chunk.logprobs.front();
-  } else {
+  if (!pending.first && !chunk.logprobs.empty()) pending.first = chunk.logprobs.front();
+  if (pending.job.kind == WindowJob::Kind::decode) {
     pending.tokens.insert(pending.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
     for (const TokenLogprobs& lp : chunk.logprobs) pending.logprobs.push_back(lp.logprob);
   }
@@ -203,11 +274,11 @@ inline void Transcriber::on_chunk(std::uint64_t job_id, const StreamChunk& chunk
 
 inline void Transcriber::finish_probe(PendingJob& job, const StreamChunk&) {
   Region& region = *job.region;
-  if (!job.probe) {
+  if (!job.first) {
     fail("the language probe returned no log-probabilities", FinishReason::error);
     return;
   }
-  const TokenLogprobs& lp = *job.probe;
+  const TokenLogprobs& lp = *job.first;
   const auto& special = tokenizer_->special();
   if (!lp.top.empty() && lp.top.back().token == special.no_speech)
     region.no_speech_prob = std::exp(static_cast<double>(lp.top.back().logprob));
@@ -232,6 +303,39 @@ inline void Transcriber::language_known() {
 
 inline void Transcriber::finish_decode(PendingJob& job) {
   Region& region = *job.region;
+  const TokenId eot = tokenizer_->special().eot;
+  if (region.beam) {
+    if (job.first) region.round_tops[job.slot] = job.first->top;  // none: the beam cannot grow
+    if (--region.outstanding > 0) return;
+    region.beam->advance(region.round_tops);
+    if (!region.beam->done()) return submit_beam_round(region);
+    const BeamSearchResult searched = region.beam->finish();
+    region.beam.reset();
+    DecodedWindow best{searched.best().tokens, searched.best().logprobs, 0.0f};
+    if (searched.best().finished) best.tokens.push_back(eot);
+    return judge_window(region, std::move(best));
+  }
+  region.samples[job.slot] = {std::move(job.tokens), std::move(job.logprobs), job.job.temperature};
+  if (--region.outstanding > 0) return;
+  // best_of: openai-whisper's MaximumLikelihoodRanker picks among the samples.
+  std::size_t chosen = 0;
+  double best_score = 0;
+  for (std::size_t i = 0; i < region.samples.size(); ++i) {
+    const DecodedWindow& d = region.samples[i];
+    const std::size_t n = static_cast<std::size_t>(std::find(d.tokens.begin(), d.tokens.end(), eot) - d.tokens.begin());
+    const std::size_t counted = std::min(d.logprobs.size(), n + (n < d.tokens.size() ? 1 : 0));
+    double sum = 0;
+    for (std::size_t k = 0; k < counted; ++k) sum += d.logprobs[k];
+    const double score = beam_score(sum, n, options_.length_penalty);
+    if (i == 0 || score > best_score) chosen = i, best_score = score;
+  }
+  DecodedWindow decoded = std::move(region.samples[chosen]);
+  region.samples.clear();
+  judge_window(region, std::move(decoded));
+}
+
+// openai-whisper's decode_with_fallback: the decode stands, or the next temperature is tried.
+inline void Transcriber::judge_window(Region& region, DecodedWindow job) {
   ++windows_decoded_;
   const TokenId eot = tokenizer_->special().eot;
   const auto end = std::find(job.tokens.begin(), job.tokens.end(), eot);
@@ -258,7 +362,7 @@ inline void Transcriber::finish_decode(PendingJob& job) {
   accept_window(region, job, avg_logprob, ratio);
 }
 
-inline void Transcriber::accept_window(Region& region, PendingJob& job, double avg_logprob, double ratio) {
+inline void Transcriber::accept_window(Region& region, const DecodedWindow& job, double avg_logprob, double ratio) {
   const auto& special = tokenizer_->special();
   const std::size_t window_frames = region.window_frames();
   const std::size_t seek_before = region.seek;
@@ -283,7 +387,7 @@ inline void Transcriber::accept_window(Region& region, PendingJob& job, double a
     s.end = std::min(end, window_end);
     s.tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.begin() + static_cast<std::ptrdiff_t>(to));
     s.text = tokenizer_->decode(s.tokens);
-    s.temperature = job.job.temperature;
+    s.temperature = job.temperature;
     s.avg_logprob = avg_logprob;
     s.compression_ratio = ratio;
     s.no_speech_prob = region.no_speech_prob;
@@ -332,7 +436,7 @@ inline void Transcriber::accept_window(Region& region, PendingJob& job, double a
     region.all_tokens.insert(region.all_tokens.end(), s.tokens.begin(), s.tokens.end());
     region.segments.push_back(std::move(s));
   }
-  if (!options_.condition_on_previous_text || job.job.temperature > 0.5f)
+  if (!options_.condition_on_previous_text || job.temperature > 0.5f)
     region.prompt_reset_since = region.all_tokens.size();
   start_window(region);
 }

@@ -5,14 +5,13 @@
 
 namespace izwi {
 
-namespace detail::beam {
-
-inline double score(const BeamHypothesis& h, const BeamSearchOptions& options) {
-  const double length = static_cast<double>(h.tokens.size() + (h.finished ? 1 : 0));
-  if (length == 0) return h.sum_logprob;
-  const double penalty = options.length_penalty ? std::pow((5.0 + length) / 6.0, *options.length_penalty) : length;
-  return h.sum_logprob / penalty;
+inline double beam_score(double sum_logprob, std::size_t length, std::optional<double> length_penalty) {
+  if (length == 0) return sum_logprob;
+  const auto n = static_cast<double>(length);
+  return sum_logprob / (length_penalty ? std::pow((5.0 + n) / 6.0, *length_penalty) : n);
 }
+
+namespace detail::beam {
 
 /// A round's requests: the base with each beam's tokens appended.
 inline std::vector<Request> round_requests(const Request& base, const std::vector<BeamHypothesis>& beams,
@@ -36,61 +35,90 @@ inline std::vector<Request> round_requests(const Request& base, const std::vecto
 struct Candidate {
   std::size_t parent;
   TokenId token;
+  float logprob;
   double sum_logprob;
 };
 
 }  // namespace detail::beam
 
+inline BeamSearcher::BeamSearcher(std::span<const TokenId> eos_token_ids, BeamSearchOptions options)
+    : eos_(eos_token_ids.begin(), eos_token_ids.end()), options_(options), beams_(1) {
+  if (options_.beam_width == 0 || options_.beam_width + 1 > SamplingParams::max_logprobs)
+    throw invalid_argument("beam_width", "beam_width must be in [1, " + std::to_string(SamplingParams::max_logprobs - 1) +
+                                             "], got " + std::to_string(options_.beam_width));
+  wanted_ = static_cast<std::size_t>(std::max(1.0, std::round(static_cast<double>(options_.beam_width) * options_.patience)));
+}
+
+inline bool BeamSearcher::done() const noexcept {
+  return rounds_ >= options_.max_tokens || beams_.empty() || finished_.size() >= wanted_;
+}
+
+// openai-whisper's BeamSearchDecoder.update: every beam's candidates ranked
+// by summed log-probability; in that order, an end token finishes its
+// hypothesis, anything else lives on, until beam_width live beams are kept.
+inline void BeamSearcher::advance(std::span<const std::vector<TokenLogprob>> tops) {
+  if (tops.size() != beams_.size())
+    throw invalid_argument("tops", "one top list per live beam is needed: " + std::to_string(beams_.size()) +
+                                       ", got " + std::to_string(tops.size()));
+  ++rounds_;
+  num_requests_ += beams_.size();
+  std::vector<detail::beam::Candidate> candidates;
+  for (std::size_t b = 0; b < beams_.size(); ++b)
+    for (const TokenLogprob& alt : tops[b])  // empty: the context is full, this beam cannot grow
+      candidates.push_back({b, alt.token, alt.logprob, beams_[b].sum_logprob + alt.logprob});
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.sum_logprob > b.sum_logprob; });
+  std::vector<BeamHypothesis> next;
+  std::vector<BeamHypothesis> newly_finished;
+  for (const auto& c : candidates) {
+    if (next.size() == options_.beam_width) break;
+    BeamHypothesis h{beams_[c.parent].tokens, beams_[c.parent].logprobs, c.sum_logprob, false, 0};
+    h.logprobs.push_back(c.logprob);
+    if (std::find(eos_.begin(), eos_.end(), c.token) != eos_.end()) {
+      h.finished = true;
+      newly_finished.push_back(std::move(h));
+      continue;
+    }
+    h.tokens.push_back(c.token);
+    next.push_back(std::move(h));
+  }
+  for (BeamHypothesis& h : newly_finished)  // already in order of sum_logprob
+    if (finished_.size() < wanted_) finished_.push_back(std::move(h));
+  beams_ = std::move(next);
+}
+
+inline BeamSearchResult BeamSearcher::finish() {
+  // Not enough ended: the live beams compete too (openai-whisper's finalize).
+  std::stable_sort(beams_.begin(), beams_.end(), [](const auto& a, const auto& b) { return a.sum_logprob > b.sum_logprob; });
+  for (BeamHypothesis& b : beams_)
+    if (finished_.size() < wanted_ || finished_.empty()) finished_.push_back(std::move(b));
+  beams_.clear();
+  for (BeamHypothesis& h : finished_) h.score = beam_score(h.sum_logprob, h.tokens.size(), options_.length_penalty);
+  std::stable_sort(finished_.begin(), finished_.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+  BeamSearchResult result;
+  result.hypotheses = std::move(finished_);
+  result.num_requests = num_requests_;
+  if (result.hypotheses.empty()) result.hypotheses.emplace_back();
+  return result;
+}
+
 template <class GenerateAll>
 BeamSearchResult beam_search(GenerateAll&& generate_all, const Request& base, std::span<const TokenId> eos_token_ids,
                              const BeamSearchOptions& options) {
-  if (options.beam_width == 0 || options.beam_width + 1 > SamplingParams::max_logprobs)
-    throw invalid_argument("beam_width", "beam_width must be in [1, " + std::to_string(SamplingParams::max_logprobs - 1) +
-                                             "], got " + std::to_string(options.beam_width));
-  const auto is_end = [&](TokenId t) { return std::find(eos_token_ids.begin(), eos_token_ids.end(), t) != eos_token_ids.end(); };
-  const auto wanted = static_cast<std::size_t>(std::max(1.0, std::round(options.beam_width * options.patience)));
-  BeamSearchResult result;
-  std::vector<BeamHypothesis> beams(1), finished;
-  for (std::size_t length = 0; length < options.max_tokens && !beams.empty() && finished.size() < wanted; ++length) {
-    std::vector<Request> requests =
-        detail::beam::round_requests(base, beams, static_cast<std::uint32_t>(options.beam_width + 1));
-    result.num_requests += requests.size();
-    const std::vector<RequestOutput> outputs = generate_all(std::move(requests));
-    std::vector<detail::beam::Candidate> candidates;
-    for (std::size_t b = 0; b < beams.size(); ++b) {
+  BeamSearcher search(eos_token_ids, options);
+  while (!search.done()) {
+    const std::vector<RequestOutput> outputs =
+        generate_all(detail::beam::round_requests(base, search.beams(), search.candidates_per_beam()));
+    std::vector<std::vector<TokenLogprob>> tops(search.beams().size());
+    for (std::size_t b = 0; b < tops.size(); ++b) {
       const RequestOutput& out = outputs.at(b);
       if (!out.error.empty() || out.finish_reason == FinishReason::error || out.finish_reason == FinishReason::abort)
         throw error("beam search: a beam's request failed: " + (out.error.empty() ? std::string("aborted") : out.error));
-      if (out.logprobs.empty()) continue;  // the context is full: this beam cannot grow
-      for (const TokenLogprob& alt : out.logprobs.front().top)
-        candidates.push_back({b, alt.token, beams[b].sum_logprob + alt.logprob});
+      if (!out.logprobs.empty()) tops[b] = out.logprobs.front().top;
     }
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const auto& a, const auto& b) { return a.sum_logprob > b.sum_logprob; });
-    std::vector<BeamHypothesis> next;
-    for (const auto& c : candidates) {
-      BeamHypothesis h{beams[c.parent].tokens, c.sum_logprob, false, 0};
-      if (is_end(c.token)) {
-        if (finished.size() < wanted) {
-          h.finished = true;
-          finished.push_back(std::move(h));
-        }
-        continue;
-      }
-      if (next.size() == options.beam_width) continue;
-      h.tokens.push_back(c.token);
-      next.push_back(std::move(h));
-    }
-    beams = std::move(next);
+    search.advance(tops);
   }
-  // Not enough ended: the live beams compete too (openai-whisper's finalize).
-  for (BeamHypothesis& b : beams)
-    if (finished.size() < wanted || finished.empty()) finished.push_back(std::move(b));
-  for (BeamHypothesis& h : finished) h.score = detail::beam::score(h, options);
-  std::stable_sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
-  result.hypotheses = std::move(finished);
-  if (result.hypotheses.empty()) result.hypotheses.emplace_back();
-  return result;
+  return search.finish();
 }
 
 }  // namespace izwi

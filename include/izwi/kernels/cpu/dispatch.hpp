@@ -85,6 +85,10 @@ struct KernelTable {
                                       std::size_t channels, const float* carry_in, const float* bias,
                                       std::size_t row_begin, std::size_t row_end, float* out,
                                       float* carry_out) noexcept;
+  // Whisper's row ops.
+  void (*layer_norm)(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight,
+                     const float* bias, float eps, float* y, std::size_t ldy) noexcept;
+  void (*gelu)(float* x, std::size_t n) noexcept;
 };
 
 /// The variant in use: chosen at the first call (IZWI_CPU_ARCH, or the best

@@ -38,6 +38,13 @@ inline void softmax(float* x, std::size_t n) noexcept;
 /// y[i] += x[i] (residual connection).
 inline void add_inplace(float* y, const float* x, std::size_t n) noexcept;
 
+/// LayerNorm of each row (Whisper): y = (x - mean) / sqrt(var + eps) * weight + bias; y may equal x.
+inline void layer_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight,
+                       const float* bias, float eps, float* y, std::size_t ldy) noexcept;
+
+/// x = x * Φ(x), the exact (erf) GELU of torch's nn.GELU(), in place.
+inline void gelu(float* x, std::size_t n) noexcept;
+
 /// out row t = table row ids[t], widened to F32 (table.cols floats per row,
 /// rows of out `ld` floats apart). Ids must be in [0, table.rows).
 inline void embedding_gather(const WeightMatrix& table, std::span<const TokenId> ids, float* out,

@@ -4,16 +4,17 @@
 // non-causal multi-head attention over dense K/V (the encoder's
 // self-attention and the decoder's cross-attention) as two GEMMs per head.
 //
-// Plain loops on purpose: the kernels under include/izwi/kernels are being
-// split into per-ISA translation units; these belong there afterwards
-// (layer_norm and gelu as xsimd kernels, the attention as a fused
-// flash-style kernel). Everything heavy already goes through
-// kernels::cpu::matmul.
+// Layer norm, GELU and the attention's softmax run the dispatched SIMD
+// kernels (kernels/cpu/elementwise.hpp: the variant chosen at start-up),
+// split over the pool here; the attention's two products per head go
+// through kernels::cpu::matmul. Still plain loops: bias rows, im2col and the
+// head split (copies). Not yet: a fused flash-style attention kernel.
 
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 
+#include "izwi/kernels/cpu/elementwise.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
@@ -23,18 +24,7 @@ namespace izwi::detail::whisper_cpu {
 inline void layer_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, const float* bias,
                        float eps, float* out, ThreadPool& pool) {
   pool.parallel_for(rows, [&](std::size_t r, std::size_t) {
-    const float* in = x + r * dim;
-    float* o = out + r * dim;
-    double sum = 0;
-    for (std::size_t i = 0; i < dim; ++i) sum += in[i];
-    const float mean = static_cast<float>(sum / static_cast<double>(dim));
-    double sq = 0;
-    for (std::size_t i = 0; i < dim; ++i) {
-      const float d = in[i] - mean;
-      sq += static_cast<double>(d) * d;
-    }
-    const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(dim)) + eps);
-    for (std::size_t i = 0; i < dim; ++i) o[i] = (in[i] - mean) * inv * weight[i] + bias[i];
+    kernels::cpu::layer_norm(x + r * dim, dim, 1, dim, weight, bias, eps, out + r * dim, dim);
   });
 }
 
@@ -43,7 +33,7 @@ inline void gelu(float* x, std::size_t n, ThreadPool& pool) {
   constexpr std::size_t chunk = 4096;
   pool.parallel_for((n + chunk - 1) / chunk, [&](std::size_t c, std::size_t) {
     const std::size_t end = std::min(n, (c + 1) * chunk);
-    for (std::size_t i = c * chunk; i < end; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    kernels::cpu::gelu(x + c * chunk, end - c * chunk);
   });
 }
 
@@ -106,12 +96,8 @@ inline void dense_attention(const float* q, std::size_t rows, const float* k_hea
     kernels::cpu::matmul(q + h * head_dim, width, rows, keys, scores, n, pool);
     pool.parallel_for(rows, [&](std::size_t r, std::size_t) {
       float* s = scores + r * n;
-      float top = -INFINITY;
-      for (std::size_t i = 0; i < n; ++i) top = std::max(top, s[i] * scale);
-      float sum = 0;
-      for (std::size_t i = 0; i < n; ++i) sum += s[i] = std::exp(s[i] * scale - top);
-      const float inv = 1.0f / sum;
-      for (std::size_t i = 0; i < n; ++i) s[i] *= inv;
+      for (std::size_t i = 0; i < n; ++i) s[i] *= scale;
+      kernels::cpu::softmax(s, n);
     });
     const WeightMatrix values{DType::f32, head_dim, n, v_heads_t + h * head_dim * n};
     kernels::cpu::matmul(scores, n, rows, values, out + h * head_dim, width, pool);

@@ -98,6 +98,21 @@ std::vector<TokenWord> split_words(std::string_view language, std::span<const To
   return split_on_spaces(tokens, first_special, bytes_of);
 }
 
+/// openai-whisper's median word duration (add_word_timestamps): the median
+/// of the non-zero durations of the aligned words, at most 0.7 s; 0 when
+/// every word has zero length. `Word` has `start` and `end`.
+template <class Word>
+double median_word_duration(const std::vector<Word>& words) {
+  std::vector<double> durations;
+  for (const Word& w : words)
+    if (w.end - w.start != 0) durations.push_back(w.end - w.start);
+  if (durations.empty()) return 0.0;
+  std::sort(durations.begin(), durations.end());
+  const std::size_t n = durations.size();
+  const double median = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
+  return std::min(0.7, median);
+}
+
 /// openai-whisper's cut of implausibly long words at sentence ends (in
 /// add_word_timestamps, before merging punctuation): with d the median of the
 /// non-zero word durations, at most 0.7 s, a word (after the first) longer
@@ -106,14 +121,8 @@ std::vector<TokenWord> split_words(std::string_view language, std::span<const To
 /// `word`, `start` and `end`.
 template <class Word>
 void truncate_long_words_at_sentence_ends(std::vector<Word>& words) {
-  std::vector<double> durations;
-  for (const Word& w : words)
-    if (w.end - w.start != 0) durations.push_back(w.end - w.start);
-  if (durations.empty()) return;
-  std::sort(durations.begin(), durations.end());
-  const std::size_t n = durations.size();
-  const double median = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
-  const double longest = 2 * std::min(0.7, median);
+  if (std::none_of(words.begin(), words.end(), [](const Word& w) { return w.end - w.start != 0; })) return;
+  const double longest = 2 * median_word_duration(words);
   constexpr std::string_view sentence_end_marks = ".\u3002!\uff01?\uff1f";
   for (std::size_t i = 1; i < words.size(); ++i) {
     if (words[i].end - words[i].start <= longest) continue;

@@ -137,6 +137,11 @@ inline WhisperAlignmentHeads whisper_alignment_heads(const Whisper& model, std::
 
 inline std::vector<WhisperWord> whisper_word_timestamps(WhisperRunner& runner, std::span<const TokenId> tokens,
                                                         const WhisperWordOptions& options) {
+  return whisper_align_words(runner, tokens, options).words;
+}
+
+inline WhisperWordAlignment whisper_align_words(WhisperRunner& runner, std::span<const TokenId> tokens,
+                                                const WhisperWordOptions& options) {
   namespace dw = detail::whisper;
   const Whisper& model = runner.model();
   const tokenizer::WhisperTokenizer* tok = model.tokenizer();
@@ -191,10 +196,11 @@ inline std::vector<WhisperWord> whisper_word_timestamps(WhisperRunner& runner, s
     words.push_back(std::move(w));
     first = last;
   }
+  const double median = dw::median_word_duration(words);
   dw::truncate_long_words_at_sentence_ends(words);
   dw::merge_punctuation(words);
   std::erase_if(words, [](const WhisperWord& w) { return w.word.empty(); });
-  return words;
+  return {std::move(words), median};
 }
 
 }  // namespace izwi

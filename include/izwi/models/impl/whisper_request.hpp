@@ -36,10 +36,12 @@ inline std::shared_ptr<AudioInput> window_audio(const Whisper& model, std::span<
   return audio;
 }
 
-inline Request window_request(const Whisper& model, std::span<const float> samples_16k,
+inline Request window_request(const Whisper& model, std::shared_ptr<const AudioInput> audio,
                               std::span<const TokenId> decoder_prompt) {
+  if (!audio || audio->placeholder_length != model.audio_positions())
+    throw invalid_argument("audio", "the window's audio was not made for this model (make_whisper_window_audio)");
   Request request;
-  request.audio = window_audio(model, samples_16k);
+  request.audio = std::move(audio);
   request.prompt_tokens.assign(model.audio_positions(), model.special_tokens().eot);  // placeholders
   request.prompt_tokens.insert(request.prompt_tokens.end(), decoder_prompt.begin(), decoder_prompt.end());
   return request;
@@ -81,10 +83,20 @@ inline SamplingParams whisper_sampling(float temperature) {
   return sampling;
 }
 
+inline std::shared_ptr<const AudioInput> make_whisper_window_audio(const Whisper& model,
+                                                                   std::span<const float> samples_16k) {
+  return detail::whisper::window_audio(model, samples_16k);
+}
+
 inline Request make_whisper_request(const Whisper& model, std::span<const float> samples_16k,
                                     const WhisperPromptOptions& options, SamplingParams sampling) {
+  return make_whisper_request(model, detail::whisper::window_audio(model, samples_16k), options, std::move(sampling));
+}
+
+inline Request make_whisper_request(const Whisper& model, std::shared_ptr<const AudioInput> window,
+                                    const WhisperPromptOptions& options, SamplingParams sampling) {
   const std::vector<TokenId> decoder_prompt = whisper_decoder_prompt(model, options);
-  Request request = detail::whisper::window_request(model, samples_16k, decoder_prompt);
+  Request request = detail::whisper::window_request(model, std::move(window), decoder_prompt);
   request.task = options.translate ? Task::translation : Task::asr;
   const std::size_t room = model.config().n_text_ctx - decoder_prompt.size();
   sampling.max_tokens = static_cast<std::uint32_t>(std::min<std::size_t>(sampling.max_tokens.value_or(room), room));
@@ -93,8 +105,12 @@ inline Request make_whisper_request(const Whisper& model, std::span<const float>
 }
 
 inline Request make_whisper_language_probe(const Whisper& model, std::span<const float> samples_16k) {
+  return make_whisper_language_probe(model, detail::whisper::window_audio(model, samples_16k));
+}
+
+inline Request make_whisper_language_probe(const Whisper& model, std::shared_ptr<const AudioInput> window) {
   const TokenId sot = model.special_tokens().sot;
-  Request request = detail::whisper::window_request(model, samples_16k, std::span(&sot, 1));
+  Request request = detail::whisper::window_request(model, std::move(window), std::span(&sot, 1));
   request.task = Task::asr;
   request.sampling.temperature = 0.0f;
   request.sampling.max_tokens = 1;

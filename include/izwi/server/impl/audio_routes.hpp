@@ -145,13 +145,15 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       ++submitting_;
       // The work thread touches only what never changes: the engine, the model, the samples.
       boost::asio::post(work_, [self = shared_from_this(), engine = p_.engine, model = p_.model,
-                                samples = p_.transcriber->samples(), draining = server_draining_,
+                                samples = p_.transcriber->samples(), audio_cache = audio_cache_,
+                                draining = server_draining_,
                                 request_id = session_->exchange().request_id,
                                 task = p_.translation ? Task::translation : Task::asr, job = std::move(job)] {
         std::optional<ResponseStream> stream;
         std::optional<ApiError> refused;
         try {
-          stream = submit_or_explain(*engine, whisper_window_request(*model, job, *samples, task), draining());
+          stream = submit_or_explain(*engine, whisper_window_request(*model, job, *samples, task, audio_cache.get()),
+                                     draining());
         } catch (const ApiError& error) {
           refused = error;
         } catch (const izwi::invalid_argument& error) {
@@ -294,6 +296,8 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
   std::function<bool()> server_draining_;
   boost::asio::thread_pool::executor_type work_;     // builds and submits window requests
   std::map<std::uint64_t, ResponseStream> streams_;  // job id -> its engine stream
+  // The windows' audio inputs, shared by their probe, decodes and beam rounds.
+  std::shared_ptr<WindowAudioCache> audio_cache_ = std::make_shared<WindowAudioCache>();
   std::size_t submitting_ = 0;                       // jobs on a work thread, stream not back yet
   boost::asio::steady_timer keep_alive_;             // streaming: ": ping" while no text goes out
   bool wrote_since_keep_alive_ = false;
@@ -369,6 +373,9 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   options.language = parsed.language;
   options.translate = translation;
   options.temperature = parsed.temperature;
+  options.beam_size = parsed.beam_size;
+  options.best_of = parsed.best_of;
+  options.text_context = model->config().n_text_ctx;
   options.multilingual = model->special_tokens().multilingual;
   // The fallback's sampled decodes are seeded: the same upload gives the
   // same text (openai-whisper's are as reproducible as torch's RNG state).

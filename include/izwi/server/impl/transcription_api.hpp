@@ -11,6 +11,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "izwi/core/detail/utf8.hpp"
+#include "izwi/core/sampling_params.hpp"
 #include "izwi/server/detail/json_fields.hpp"
 
 namespace izwi::server::openai {
@@ -151,6 +152,21 @@ inline TranscriptionFormat format_field(const multipart::Part& part) {
                               "response_format");
 }
 
+/// Candidates a best_of may ask for: each is a whole decode in the engine.
+inline constexpr std::size_t max_best_of = 16;
+
+/// A whole number in [1, max]; 1 when the field is absent.
+inline std::size_t count_field(const multipart::FormData& form, std::string_view name, std::size_t max) {
+  const multipart::Part* p = form.find(name);
+  if (!p) return 1;
+  const double v = number_field(*p, name);
+  if (!(v >= 1 && v <= static_cast<double>(max)) || v != std::floor(v))
+    throw ApiError::bad_request("'" + std::string(name) + "' must be a whole number in [1, " + std::to_string(max) +
+                                    "].",
+                                std::string(name));
+  return static_cast<std::size_t>(v);
+}
+
 }  // namespace detail
 
 inline TranscriptionRequest parse_transcription_request(const multipart::FormData& form, bool translation) {
@@ -168,6 +184,8 @@ inline TranscriptionRequest parse_transcription_request(const multipart::FormDat
     if (t < 0 || t > 1) throw ApiError::bad_request("'temperature' must be in [0, 1].", "temperature");
     r.temperature = static_cast<float>(t);
   }
+  r.beam_size = count_field(form, "beam_size", SamplingParams::max_logprobs - 1);
+  r.best_of = count_field(form, "best_of", max_best_of);
   if (const auto granularities = list_field(form, "timestamp_granularities"); !granularities.empty()) {
     r.granularities = {false, false};
     for (const auto* p : granularities) {

@@ -93,4 +93,55 @@ inline void add_inplace(float* y, const float* x, std::size_t n) noexcept {
   for (; i < n; ++i) y[i] += x[i];
 }
 
+// ---- Whisper's row ops (layer norm with bias, exact GELU) ----
+
+/// One row of LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias, the
+/// mean and the (biased) variance in two passes, each summed in lanes.
+template <class Arch>
+inline void layer_norm_row(const float* x, std::size_t n, const float* weight, const float* bias, float eps,
+                           float* y) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  auto vsum = S::zero();
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) vsum = vsum + S::load(x + i);
+  float sum = S::sum(vsum);
+  for (; i < n; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(n);
+  const auto vmean = S::broadcast(mean);
+  auto vsq = S::zero();
+  for (i = 0; i + L <= n; i += L) {
+    const auto d = S::load(x + i) - vmean;
+    vsq = S::fma(d, d, vsq);
+  }
+  float sq = S::sum(vsq);
+  for (; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+  const auto vinv = S::broadcast(inv);
+  for (i = 0; i + L <= n; i += L)
+    S::store(y + i, S::fma((S::load(x + i) - vmean) * vinv, S::load(weight + i), S::load(bias + i)));
+  for (; i < n; ++i) y[i] = (x[i] - mean) * inv * weight[i] + bias[i];
+}
+
+template <class Arch>
+inline void layer_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight,
+                       const float* bias, float eps, float* y, std::size_t ldy) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) layer_norm_row<Arch>(x + r * ldx, n, weight, bias, eps, y + r * ldy);
+}
+
+/// x = x * Φ(x) = 0.5 x (1 + erf(x / √2)): torch's exact GELU, in place.
+template <class Arch>
+inline void gelu(float* x, std::size_t n) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  constexpr float inv_sqrt2 = 0.70710678118654752f;
+  const auto half = S::broadcast(0.5f), one = S::broadcast(1.0f), k = S::broadcast(inv_sqrt2);
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto v = S::load(x + i);
+    S::store(x + i, half * v * (one + S::erf(v * k)));
+  }
+  for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+}
+
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -108,6 +108,7 @@ struct Simd {
   static vec fma(vec a, vec b, vec c) noexcept { return xsimd::fma(a, b, c); }
   static vec max(vec a, vec b) noexcept { return xsimd::max(a, b); }
   static vec exp(vec v) noexcept { return xsimd::exp(v); }
+  static vec erf(vec v) noexcept { return xsimd::erf(v); }
   static float sum(vec v) noexcept { return xsimd::hadd(v); }
   /// Lane i of the result = sum of the lanes of v[i], for `lanes` vectors.
   static vec sum_each(const vec* v) noexcept {
@@ -201,6 +202,7 @@ struct Simd<ScalarArch> {
   static vec fma(vec a, vec b, vec c) noexcept { return a * b + c; }
   static vec max(vec a, vec b) noexcept { return std::max(a, b); }
   static vec exp(vec v) noexcept { return std::exp(v); }
+  static vec erf(vec v) noexcept { return std::erf(v); }
   static float sum(vec v) noexcept { return v; }
   static vec sum_each(const vec* v) noexcept { return v[0]; }
   static vec keep_first(vec v, std::size_t count, float fill) noexcept { return count >= 1 ? v : fill; }

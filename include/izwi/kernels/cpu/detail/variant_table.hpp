@@ -46,6 +46,8 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .conv1d_gemm = &conv1d_gemm<Arch>,
       .snake_beta = &snake_beta<Arch>,
       .transposed_conv_overlap_add = &transposed_conv_overlap_add<Arch>,
+      .layer_norm = &layer_norm<Arch>,
+      .gelu = &gelu<Arch>,
   };
 }
 

@@ -22,6 +22,11 @@ inline void silu_mul(const float* gate, const float* up, float* out, std::size_t
 }
 inline void softmax(float* x, std::size_t n) noexcept { active_kernels().softmax(x, n); }
 inline void add_inplace(float* y, const float* x, std::size_t n) noexcept { active_kernels().add_inplace(y, x, n); }
+inline void layer_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight,
+                       const float* bias, float eps, float* y, std::size_t ldy) noexcept {
+  active_kernels().layer_norm(x, ldx, rows, n, weight, bias, eps, y, ldy);
+}
+inline void gelu(float* x, std::size_t n) noexcept { active_kernels().gelu(x, n); }
 inline void embedding_gather(const WeightMatrix& table, std::span<const TokenId> ids, float* out,
                              std::size_t ld) noexcept {
   const KernelTable& kernels = active_kernels();
