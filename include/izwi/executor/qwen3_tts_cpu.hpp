@@ -106,6 +106,8 @@ class Qwen3TtsCpuExecutor {
     TokenId token = -1;
     bool ends = false;  ///< EOS, max_tokens or the context limit: decode every frame left
     std::size_t frame_row = 0;
+    float logprob = 0.0f;  ///< of `token` under the talker's raw logits, when the request asked for logprobs
+    std::size_t top_begin = 0, top_count = 0;  ///< its top logprobs in StepResult::top_logprobs
   };
 
   Stream& stream_for(const ScheduledSequence& seq);

@@ -140,6 +140,7 @@ inline void Qwen3TtsCompute::predict(std::span<const Qwen3TtsFrameJob> jobs) {
     predictor_ops_.matmul(last, n, w.heads[g], logits_.data());
     for (std::size_t i = 0; i < n; ++i) {
       const std::span<float> row(logits_.data() + i * c.predictor.vocab_size, c.predictor.vocab_size);
+      if (jobs[i].logits) std::copy(row.begin(), row.end(), jobs[i].logits + g * row.size());
       const SampledToken t = sampler_.sample(row, {jobs[i].sampling, {}, {}, {}, jobs[i].rng});
       if (!t.ok()) throw error("Qwen3-TTS code predictor: " + std::string(describe(t.error)));
       jobs[i].frame[g + 1] = t.token;
