@@ -7,6 +7,11 @@ namespace izwi::detail {
 
 inline Qwen3TtsCompute::Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool)
     : model_(&model), ops_(pool), predictor_ops_(pool) {
+  // A seeded request's codes must not depend on what else is batched (issue
+  // 13): every row of the talker, the text projection and the predictor is
+  // computed the same way whatever shares its step.
+  ops_.set_batch_invariant(true);
+  predictor_ops_.set_batch_invariant(true);
   const TokenId pad = model.config().tts_pad_id;
   pad_row_.resize(model.config().talker.hidden_size);
   text_rows(std::span(&pad, 1), pad_row_.data());
