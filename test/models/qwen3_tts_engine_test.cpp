@@ -38,8 +38,8 @@ struct EngineOptions {
 };
 
 template <class E = TtsEngine>
-std::unique_ptr<E> make_engine(EngineOptions options = {}) {
-  Qwen3TtsCpuExecutor executor(model(), {.num_threads = 2});
+std::unique_ptr<E> make_engine(EngineOptions options = {}, Qwen3TtsCpuExecutorConfig config = {.num_threads = 2}) {
+  Qwen3TtsCpuExecutor executor(model(), config);
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = std::size_t{64} << 20;
   cache_config.num_blocks = options.num_blocks;
@@ -371,6 +371,13 @@ TEST_CASE("Qwen3TtsCpuExecutor: a seeded request is bit-identical alone and batc
     REQUIRE(alone.heard.tokens.size() == 40);
     REQUIRE(alone.logprob_bits.size() == 40);
     REQUIRE(alone.heard.audio.size() == 40 * 1920);
+    {
+      INFO("seed " << seed << ", alone on 1 thread and on 3");
+      for (const std::size_t threads : {1u, 3u}) {
+        auto engine = make_engine({}, {.num_threads = threads});
+        check_bit_identical(alone, run_arriving(*engine, {probe}, {0})[0]);
+      }
+    }
     for (const std::size_t n : {1u, 3u, 7u})
       for (const bool staggered : {false, true})
         for (const std::size_t budget : {std::size_t{8192}, std::size_t{7}}) {

@@ -12,7 +12,7 @@ namespace izwi {
 inline Qwen3TtsCpuExecutor::Qwen3TtsCpuExecutor(Qwen3Tts model, Qwen3TtsCpuExecutorConfig config)
     : model_(std::make_unique<const Qwen3Tts>(std::move(model))),
       pool_(std::make_unique<detail::ThreadPool>(config.num_threads)),
-      compute_(*model_, *pool_),
+      compute_(*model_, *pool_, config.batch_invariant),
       eos_(model_->config().codec_eos_id) {}
 
 inline KVCacheShape Qwen3TtsCpuExecutor::kv_cache_shape() const {

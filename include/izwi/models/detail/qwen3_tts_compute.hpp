@@ -52,7 +52,10 @@ struct Qwen3TtsFrameJob {
 /// pointer to the model, which must stay put while this lives.
 class Qwen3TtsCompute {
  public:
-  Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool);
+  /// `batch_invariant`: every row computed the same way whatever shares its
+  /// step (CpuOps::set_batch_invariant), so a request's logits, hence its
+  /// seeded draws, do not depend on the batch; off only to measure its cost.
+  Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool, bool batch_invariant = true);
 
   const Qwen3Tts& model() const noexcept { return *model_; }
   CpuOps& ops() noexcept { return ops_; }

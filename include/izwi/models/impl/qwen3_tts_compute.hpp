@@ -5,13 +5,13 @@
 
 namespace izwi::detail {
 
-inline Qwen3TtsCompute::Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool)
+inline Qwen3TtsCompute::Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool, bool batch_invariant)
     : model_(&model), ops_(pool), predictor_ops_(pool) {
   // A seeded request's codes must not depend on what else is batched (issue
   // 13): every row of the talker, the text projection and the predictor is
   // computed the same way whatever shares its step.
-  ops_.set_batch_invariant(true);
-  predictor_ops_.set_batch_invariant(true);
+  ops_.set_batch_invariant(batch_invariant);
+  predictor_ops_.set_batch_invariant(batch_invariant);
   const TokenId pad = model.config().tts_pad_id;
   pad_row_.resize(model.config().talker.hidden_size);
   text_rows(std::span(&pad, 1), pad_row_.data());
