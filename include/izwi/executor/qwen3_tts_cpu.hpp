@@ -28,8 +28,9 @@
 // The executor keeps, per request, the frames' codes (a recomputation after
 // preemption rebuilds the talker's rows from them), the codec decoder's
 // carried state and the streaming-text rows; release() drops them when the
-// request ends. A request's draws all come from its own generator, so its
-// codes do not depend on what else is batched, and a seed reproduces them.
+// request ends. A request's draws all come from its own generator. A request
+// that asks for logprobs gets the talker's raw logprobs of each frame's first
+// code (and its top ones).
 //
 // Batch invariance (issue 13: "the same seed gives bit-identical audio
 // whatever else is batched"): drawing from the same generator is not enough,
@@ -42,8 +43,9 @@
 // inputs and its sequence's K/V — not on the other requests of the step,
 // their number, the order of sequences, how the token budget cuts a prompt
 // into chunks, or a recomputation after preemption. The codec decoder is
-// batch-invariant by its own matmuls. Decode costs what it cost; prefill
-// (more than 16 rows a step) gives up the GEMM. No kernel on these paths
+// batch-invariant by its own matmuls. Decode steps (up to 16 rows a matmul)
+// keep the register-blocked GEMV, a single row included; steps of more rows
+// (prompts) give up the GEMM (docs/tts.md, "Batch invariance"). No kernel on these paths
 // splits one sum across threads, so the thread count does not change the
 // bits either. Tested bit for bit by qwen3_tts_engine_test ("a seeded
 // request is bit-identical alone and batched with 1, 3 or 7 others", and the
