@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 #include <vector>
@@ -119,6 +120,27 @@ TEST_CASE("codec: several streams decoded together equal each alone", "[qwen3_tt
     CHECK(relative_l2(together[s], alone[s]) <= tolerance);
     CHECK(max_abs_difference(together[s], alone[s]) <= tolerance);
   }
+}
+
+TEST_CASE("codec: a stream's samples are the same bits whatever else is decoded with it", "[qwen3_tts][codec]") {
+  // The same windows of one stream, alone and beside two others (more rows in
+  // every matmul, its rows at another offset): bit-identical samples.
+  detail::ThreadPool pool(2);
+  const std::vector<std::int32_t> mine = random_codes(12, 6), other1 = random_codes(12, 7), other2 = random_codes(5, 8);
+  Qwen3TtsCodecState alone_state = codec().new_stream(), batched_state = codec().new_stream();
+  Qwen3TtsCodecState s1 = codec().new_stream(), s2 = codec().new_stream();
+  std::vector<float> alone, batched, pcm1, pcm2;
+  for (std::size_t first : {0, 4}) {
+    const auto window = std::span(mine).subspan(first * 16, (first == 0 ? 4 : 8) * 16);
+    codec().decode(pool, alone_state, window, alone);
+    const std::vector<Qwen3TtsCodecStream> streams = {
+        {&s1, std::span(other1).subspan(first * 16, (first == 0 ? 4 : 8) * 16), &pcm1},
+        {&batched_state, window, &batched},
+        {&s2, std::span(other2).subspan(0, first == 0 ? 5 * 16 : 0), &pcm2}};
+    codec().decode_batch(pool, streams);
+  }
+  REQUIRE(batched.size() == alone.size());
+  CHECK(std::memcmp(batched.data(), alone.data(), alone.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("codec: a bad code is refused before the stream's state changes", "[qwen3_tts][codec]") {

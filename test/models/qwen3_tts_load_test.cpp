@@ -87,7 +87,7 @@ TEST_CASE("the random Qwen3-TTS checkpoint loads with the shapes it was written 
   CHECK(codec.output_channels() == 4);
   CHECK(model.codec().weights().blocks.size() == 4);
   CHECK(model.codec().weights().codebooks.size() == std::size_t{16} * 2048 * 16);
-  // The transposed kernels are stored [out × kernel][in].
+  // The transposed kernels are stored tap-major, [kernel × out][in].
   CHECK(model.codec().weights().blocks[0].upsample.weight.rows == std::size_t{32} * 16);
   CHECK(model.codec().weights().blocks[0].upsample.weight.cols == 64);
 }

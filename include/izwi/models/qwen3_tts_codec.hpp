@@ -22,8 +22,11 @@
 // Activations are time-major ([time][channels]), so several streams' rows
 // stack into one matrix and every convolution and projection runs once for
 // the whole batch (decode_batch); only the context rows differ per stream.
-// Weights are widened to f32 when loaded (the ConvTranspose kernels are also
-// transposed into matmul order), so any stored dtype (f32, bf16, f16) works.
+// Weights are widened to f32 when loaded (the kernels also reordered tap-major
+// into matmul order), so any stored dtype (f32, bf16, f16) works. The decoder
+// keeps its audio-rate scratch buffers between calls: after decoding F frames
+// in one call (all streams together) it holds about F·4.5 MB (the published
+// shapes; the thread pool's GEMM scratch adds up to about 16 MB).
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +44,7 @@ namespace izwi {
 
 namespace detail {
 class Qwen3TtsCodecSource;
+class Qwen3TtsCodecScratchCache;
 }  // namespace detail
 
 /// One stream's carried state: what the next call needs from the frames
@@ -99,6 +103,8 @@ class Qwen3TtsCodecDecoder {
   Qwen3TtsCodecConfig config_;
   std::shared_ptr<const Qwen3TtsCodecWeights> weights_;
   std::shared_ptr<const std::vector<std::vector<float>>> storage_;  // what the WeightMatrix views point into
+  // Audio-rate buffers kept between calls (shared by copies; thread-safe).
+  std::shared_ptr<detail::Qwen3TtsCodecScratchCache> scratch_;
 };
 
 }  // namespace izwi

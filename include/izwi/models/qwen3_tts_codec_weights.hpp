@@ -10,8 +10,10 @@
 
 namespace izwi {
 
-/// A 1-D convolution as a matmul over im2col rows: weight [out][in × kernel]
-/// (torch's [out][in][kernel] layout), causal left padding (kernel-1)·dilation.
+/// A 1-D convolution as a matmul over im2col rows: weight [out][kernel × in]
+/// (tap-major: torch's [out][in][kernel] with the last two axes swapped, so an
+/// im2col row is the kernel's input rows back to back), causal left padding
+/// (kernel-1)·dilation.
 struct Qwen3TtsConv {
   kernels::cpu::WeightMatrix weight;
   std::vector<float> bias;
@@ -20,7 +22,8 @@ struct Qwen3TtsConv {
 };
 
 /// ConvTranspose1d as y[t·stride + j][o] += Σᵢ x[t][i]·W[i][o][j]; weight
-/// holds Wᵀ as [out × kernel][in] so one matmul gives every (o, j).
+/// holds Wᵀ tap-major as [kernel × out][in] so one matmul gives every (j, o),
+/// each tap's output row contiguous.
 struct Qwen3TtsTransposedConv {
   kernels::cpu::WeightMatrix weight;
   std::vector<float> bias;
@@ -41,7 +44,7 @@ struct Qwen3TtsCodecLayerWeights {
 
 struct Qwen3TtsUpsampleStage {
   Qwen3TtsTransposedConv upsample;
-  std::vector<float> dwconv_weight;  ///< [channels][7]
+  std::vector<float> dwconv_weight;  ///< [7][channels] (tap-major)
   std::vector<float> dwconv_bias, norm_weight, norm_bias, gamma;
   kernels::cpu::WeightMatrix pwconv1, pwconv2;
   std::vector<float> pwconv1_bias, pwconv2_bias;

@@ -51,7 +51,8 @@ struct AttentionShape;
 class RotaryTable;
 
 /// One variant's entry points: the bodies of the public kernel functions
-/// (matmul.hpp, elementwise.hpp, rotary.hpp, attention.hpp), argument for argument.
+/// (matmul.hpp, elementwise.hpp, rotary.hpp, attention.hpp,
+/// conv1d.hpp), argument for argument.
 struct KernelTable {
   /// "scalar", "sse2", "avx2", "avx512" (or "baseline" off x86-64).
   const char* name;
@@ -77,6 +78,15 @@ struct KernelTable {
                        std::span<const std::int64_t> positions, const RotaryTable& table) noexcept;
   void (*paged_attention)(const float* q, const AttentionSequence* seqs, std::size_t num_seqs, const KVLayerView& kv,
                           const AttentionShape& shape, float* out, izwi::detail::ThreadPool& pool) noexcept;
+  // conv1d.hpp
+  void (*conv1d_gemm)(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                      const WeightMatrix& w, float* y, std::size_t ldy, izwi::detail::ThreadPool& pool) noexcept;
+  void (*snake_beta)(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
+                     const float* alpha_exp, const float* inv_beta) noexcept;
+  void (*transposed_conv_overlap_add)(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,
+                                      std::size_t channels, const float* carry_in, const float* bias,
+                                      std::size_t row_begin, std::size_t row_end, float* out,
+                                      float* carry_out) noexcept;
 };
 
 /// The variant in use: chosen at the first call (IZWI_CPU_ARCH, or the best

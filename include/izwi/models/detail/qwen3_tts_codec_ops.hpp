@@ -1,22 +1,61 @@
 #pragma once
 // The codec decoder's layers over a time-major batch of streams: each stream
 // owns a run of rows, and each layer that looks back in time reads the rows
-// before a stream's first from that stream's carried context. Plain loops
-// around the batch-invariant matmul (a stream's samples do not depend on the
-// other streams of the batch); the matmuls carry almost all the work.
+// before a stream's first from that stream's carried context. The work is the
+// batch-invariant matmul and the conv1d kernels (the convolutions' implicit
+// im2col GEMM, SnakeBeta, the transposed convolutions' overlap-add), each
+// spread over the pool in blocks of rows of all streams at once. Each output
+// element is computed from its own stream's inputs in a fixed order, so a
+// stream's samples do not depend on the other streams of the batch.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
+#include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/elementwise.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/models/qwen3_tts_codec_weights.hpp"
 
-namespace izwi::detail::qwen3_tts_codec {
+namespace izwi::detail {
+
+/// The audio-rate buffers of one decode pass. They reach hundreds of MB for
+/// eight streams of eight frames; kept from pass to pass (instead of fresh
+/// vectors, which the allocator maps and the kernel zeroes page by page, a
+/// fifth of a batched step's time when measured) and only ever grown.
+struct Qwen3TtsCodecScratch {
+  std::vector<float> x, y, a, b, products, carry;
+  std::vector<const float*> taps;  ///< a convolution's input row per output row and tap
+};
+
+/// The decoder's idle scratch sets: a pass takes one (or makes one) and gives
+/// it back, so concurrent passes on one decoder never share buffers.
+class Qwen3TtsCodecScratchCache {
+ public:
+  std::unique_ptr<Qwen3TtsCodecScratch> take() {
+    const std::lock_guard lock(mutex_);
+    if (idle_.empty()) return std::make_unique<Qwen3TtsCodecScratch>();
+    std::unique_ptr<Qwen3TtsCodecScratch> s = std::move(idle_.back());
+    idle_.pop_back();
+    return s;
+  }
+  void give_back(std::unique_ptr<Qwen3TtsCodecScratch> s) {
+    const std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(s));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Qwen3TtsCodecScratch>> idle_;
+};
+
+namespace qwen3_tts_codec {
 
 /// Stream s holds rows [begin[s], begin[s + 1]) of a time-major activation.
 struct RowRuns {
@@ -24,6 +63,10 @@ struct RowRuns {
   std::size_t streams() const noexcept { return begin.size() - 1; }
   std::size_t rows() const noexcept { return begin.back(); }
   std::size_t rows(std::size_t s) const noexcept { return begin[s + 1] - begin[s]; }
+  /// The stream whose run holds `row` (empty runs skipped).
+  std::size_t stream_of(std::size_t row) const noexcept {
+    return static_cast<std::size_t>(std::upper_bound(begin.begin(), begin.end(), row) - begin.begin()) - 1;
+  }
   RowRuns scaled(std::size_t factor) const {
     RowRuns r;
     r.begin.resize(begin.size());
@@ -32,9 +75,41 @@ struct RowRuns {
   }
 };
 
-inline void add_bias(float* x, std::size_t rows, std::size_t dim, const std::vector<float>& bias) {
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t i = 0; i < dim; ++i) x[r * dim + i] += bias[i];
+/// v's data with at least n floats, contents unspecified (every caller
+/// overwrites them); never shrinks, so the scratch stays grown. Growing frees
+/// the old buffer first: no copy of stale values, no two buffers at once.
+inline float* grow(std::vector<float>& v, std::size_t n) {
+  if (v.size() < n) {
+    std::vector<float>().swap(v);
+    v.resize(n);
+  }
+  return v.data();
+}
+
+/// f(first, end) over [0, rows) in parallel blocks of about 64 KB of rows
+/// `channels` floats wide.
+template <class F>
+void for_row_blocks(ThreadPool& pool, std::size_t rows, std::size_t channels, F&& f) {
+  const std::size_t block = std::max<std::size_t>(1, 16384 / std::max<std::size_t>(channels, 1));
+  pool.parallel_for((rows + block - 1) / block, [&](std::size_t task, std::size_t) {
+    f(task * block, std::min(rows, (task + 1) * block));
+  });
+}
+
+inline void add_bias(float* x, std::size_t rows, std::size_t dim, const std::vector<float>& bias, ThreadPool& pool) {
+  for_row_blocks(pool, rows, dim, [&](std::size_t first, std::size_t end) {
+    for (std::size_t r = first; r < end; ++r)
+      for (std::size_t i = 0; i < dim; ++i) x[r * dim + i] += bias[i];
+  });
+}
+
+/// x += a + bias, row by row (a residual branch whose last bias was deferred).
+inline void add_with_bias(float* x, const float* a, std::size_t rows, std::size_t dim, const std::vector<float>& bias,
+                          ThreadPool& pool) {
+  for_row_blocks(pool, rows, dim, [&](std::size_t first, std::size_t end) {
+    for (std::size_t r = first; r < end; ++r)
+      for (std::size_t i = 0; i < dim; ++i) x[r * dim + i] += a[r * dim + i] + bias[i];
+  });
 }
 
 /// Keeps the last context.size() / channels rows of [context ; x rows].
@@ -50,100 +125,98 @@ inline void slide_context(std::vector<float>& context, const float* x, std::size
   }
 }
 
-/// out[rows][conv.out] = causal Conv1d(x[rows][conv.in]); contexts[s] holds
-/// stream s's previous context_rows() input rows and is advanced.
+/// Input row `t - back` of a stream whose run starts at xs: from its carried
+/// context (`ctx` rows) when before the run.
+inline const float* row_before(const float* xs, const std::vector<float>& context, std::size_t ctx, std::size_t t,
+                               std::size_t back, std::size_t channels) noexcept {
+  return t >= back ? xs + (t - back) * channels : context.data() + (ctx + t - back) * channels;
+}
+
+/// out[rows][conv.out] = causal Conv1d(x[rows][conv.in]) (+ bias when
+/// with_bias; else the caller adds it later, fused into its next pass);
+/// contexts[s] holds stream s's previous context_rows() input rows and is
+/// advanced. The im2col rows are never built: `taps` receives, per output row
+/// and tap, a pointer to the input row it reads (in x or in the context).
 inline void causal_conv(const Qwen3TtsConv& conv, const float* x, const RowRuns& runs,
-                        std::span<std::vector<float>* const> contexts, std::vector<float>& columns, float* out,
-                        ThreadPool& pool) {
+                        std::span<std::vector<float>* const> contexts, std::vector<const float*>& taps, float* out,
+                        ThreadPool& pool, bool with_bias = true) {
   const std::size_t in = conv.in, k = conv.kernel, d = conv.dilation, ctx = conv.context_rows();
-  const std::size_t rows = runs.rows(), width = in * k;
-  const float* source = x;
-  if (k > 1) {
-    columns.resize(rows * width);
-    for (std::size_t s = 0; s < runs.streams(); ++s) {
-      const std::vector<float>& context = *contexts[s];
+  const std::size_t rows = runs.rows();
+  if (taps.size() < rows * k) taps.resize(rows * k);
+  for_row_blocks(pool, rows, k * 16, [&](std::size_t b, std::size_t e) {
+    for (std::size_t row = b; row < e; ++row) {
+      const std::size_t s = runs.stream_of(row), t = row - runs.begin[s];
       const float* xs = x + runs.begin[s] * in;
-      pool.parallel_for(runs.rows(s), [&](std::size_t t, std::size_t) {
-        float* col = columns.data() + (runs.begin[s] + t) * width;
-        for (std::size_t j = 0; j < k; ++j) {
-          // Output t reads input t - ctx + j·d, before the run's start from the context.
-          const std::ptrdiff_t src = static_cast<std::ptrdiff_t>(t + j * d) - static_cast<std::ptrdiff_t>(ctx);
-          const float* row = src < 0 ? context.data() + (static_cast<std::ptrdiff_t>(ctx) + src) * in
-                                     : xs + static_cast<std::size_t>(src) * in;
-          for (std::size_t c = 0; c < in; ++c) col[c * k + j] = row[c];
-        }
-      });
+      // Tap j of output t reads input t - ctx + j·d (weights are tap-major).
+      for (std::size_t j = 0; j < k; ++j) taps[row * k + j] = row_before(xs, *contexts[s], ctx, t, ctx - j * d, in);
     }
-    source = columns.data();
-  }
-  kernels::cpu::matmul_batch_invariant(source, rows, width, conv.weight, out, pool);
-  add_bias(out, rows, conv.out, conv.bias);
+  });
+  kernels::cpu::conv1d_gemm(taps.data(), rows, k, in, conv.weight, out, conv.out, pool);
+  if (with_bias) add_bias(out, rows, conv.out, conv.bias, pool);
   for (std::size_t s = 0; s < runs.streams(); ++s)
     slide_context(*contexts[s], x + runs.begin[s] * in, runs.rows(s), in);
 }
 
-/// Depthwise causal Conv1d (kernel 7, one filter per channel) of the ConvNeXt block.
+/// Depthwise causal Conv1d (one filter per channel, weight [kernel][channels])
+/// of the ConvNeXt block.
 inline void depthwise_causal_conv(const std::vector<float>& weight, const std::vector<float>& bias,
                                   std::size_t channels, std::size_t kernel, const float* x, const RowRuns& runs,
                                   std::span<std::vector<float>* const> contexts, float* out, ThreadPool& pool) {
   const std::size_t ctx = kernel - 1;
-  for (std::size_t s = 0; s < runs.streams(); ++s) {
-    const std::vector<float>& context = *contexts[s];
-    const float* xs = x + runs.begin[s] * channels;
-    float* os = out + runs.begin[s] * channels;
-    pool.parallel_for(runs.rows(s), [&](std::size_t t, std::size_t) {
-      float* o = os + t * channels;
-      for (std::size_t c = 0; c < channels; ++c) o[c] = bias[c];
+  for_row_blocks(pool, runs.rows(), channels * kernel, [&](std::size_t b, std::size_t e) {
+    for (std::size_t row = b; row < e; ++row) {
+      const std::size_t s = runs.stream_of(row), t = row - runs.begin[s];
+      const float* xs = x + runs.begin[s] * channels;
+      float* o = out + row * channels;
+      std::copy(bias.begin(), bias.end(), o);
       for (std::size_t j = 0; j < kernel; ++j) {
-        const std::ptrdiff_t src = static_cast<std::ptrdiff_t>(t + j) - static_cast<std::ptrdiff_t>(ctx);
-        const float* row = src < 0 ? context.data() + (static_cast<std::ptrdiff_t>(ctx) + src) * channels
-                                   : xs + static_cast<std::size_t>(src) * channels;
-        for (std::size_t c = 0; c < channels; ++c) o[c] += weight[c * kernel + j] * row[c];
+        const float* in = row_before(xs, *contexts[s], ctx, t, ctx - j, channels);
+        const float* w = weight.data() + j * channels;
+        for (std::size_t c = 0; c < channels; ++c) o[c] += w[c] * in[c];
       }
-    });
-  }
+    }
+  });
   for (std::size_t s = 0; s < runs.streams(); ++s)
     slide_context(*contexts[s], x + runs.begin[s] * channels, runs.rows(s), channels);
 }
 
-/// out[rows × stride][conv.out] = ConvTranspose1d(x) with its right overhang
-/// trimmed (the causal form): the overhang of a call's last rows is summed into
-/// overlaps[s] and added to the next call's first rows.
+/// out[rows × stride][conv.out] = ConvTranspose1d(x) + bias with its right
+/// overhang trimmed (the causal form): the overhang of a call's last rows is
+/// summed into overlaps[s] and added to the next call's first rows.
 inline void transposed_conv(const Qwen3TtsTransposedConv& conv, const float* x, const RowRuns& runs,
-                            std::span<std::vector<float>* const> overlaps, std::vector<float>& products,
-                            std::vector<float>& sums, float* out, ThreadPool& pool) {
+                            std::span<std::vector<float>* const> overlaps, Qwen3TtsCodecScratch& scratch, float* out,
+                            ThreadPool& pool) {
   const std::size_t k = conv.kernel, stride = conv.stride, channels = conv.out, ov = conv.overlap_rows();
-  products.resize(runs.rows() * channels * k);
-  kernels::cpu::matmul_batch_invariant(x, runs.rows(), conv.in, conv.weight, products.data(), pool);
-  for (std::size_t s = 0; s < runs.streams(); ++s) {
-    const std::size_t n = runs.rows(s);
-    if (n == 0) continue;
-    const std::size_t emitted = n * stride;
-    sums.assign((emitted + ov) * channels, 0.0f);
-    std::vector<float>& overlap = *overlaps[s];
-    std::copy(overlap.begin(), overlap.end(), sums.begin());
-    for (std::size_t t = 0; t < n; ++t) {
-      const float* p = products.data() + (runs.begin[s] + t) * channels * k;
-      for (std::size_t j = 0; j < k; ++j) {
-        float* row = sums.data() + (t * stride + j) * channels;
-        for (std::size_t o = 0; o < channels; ++o) row[o] += p[o * k + j];
-      }
-    }
-    float* os = out + runs.begin[s] * stride * channels;
-    std::copy(sums.begin(), sums.begin() + static_cast<std::ptrdiff_t>(emitted * channels), os);
-    add_bias(os, emitted, channels, conv.bias);
-    std::copy(sums.begin() + static_cast<std::ptrdiff_t>(emitted * channels), sums.end(), overlap.begin());
-  }
+  float* products = grow(scratch.products, runs.rows() * channels * k);
+  float* carry = grow(scratch.carry, runs.streams() * ov * channels);
+  kernels::cpu::matmul_batch_invariant(x, runs.rows(), conv.in, conv.weight, products, pool);
+  struct Task {
+    std::size_t stream, first, end;
+  };
+  std::vector<Task> tasks;
+  const std::size_t block = std::max<std::size_t>(1, 16384 / channels);
+  for (std::size_t s = 0; s < runs.streams(); ++s)
+    if (runs.rows(s) > 0)
+      for (std::size_t u = 0, total = runs.rows(s) * stride + ov; u < total; u += block)
+        tasks.push_back({s, u, std::min(total, u + block)});
+  pool.parallel_for(tasks.size(), [&](std::size_t i, std::size_t) {
+    const Task& t = tasks[i];
+    kernels::cpu::transposed_conv_overlap_add(
+        products + runs.begin[t.stream] * k * channels, runs.rows(t.stream), k, stride, channels,
+        ov > 0 ? overlaps[t.stream]->data() : nullptr, conv.bias.data(), t.first, t.end,
+        out + runs.begin[t.stream] * stride * channels, carry + t.stream * ov * channels);
+  });
+  for (std::size_t s = 0; s < runs.streams(); ++s)
+    if (runs.rows(s) > 0 && ov > 0)
+      std::copy(carry + s * ov * channels, carry + (s + 1) * ov * channels, overlaps[s]->begin());
 }
 
-/// x += sin²(x·e^α) / (e^β + 1e-9), per channel.
-inline void snake(const Qwen3TtsSnake& s, float* x, std::size_t rows, std::size_t channels, ThreadPool& pool) {
-  pool.parallel_for(rows, [&](std::size_t r, std::size_t) {
-    float* row = x + r * channels;
-    for (std::size_t c = 0; c < channels; ++c) {
-      const float v = std::sin(row[c] * s.alpha_exp[c]);
-      row[c] = row[c] + s.inv_beta[c] * (v * v);
-    }
+/// y = SnakeBeta(x + bias) (bias may be null; y may be x), in parallel blocks of rows.
+inline void snake(const Qwen3TtsSnake& s, const float* x, float* y, std::size_t rows, std::size_t channels,
+                  const float* bias, ThreadPool& pool) {
+  for_row_blocks(pool, rows, channels, [&](std::size_t first, std::size_t end) {
+    kernels::cpu::snake_beta(x + first * channels, y + first * channels, end - first, channels, bias,
+                             s.alpha_exp.data(), s.inv_beta.data());
   });
 }
 
@@ -172,4 +245,5 @@ inline void rotate(float* x, std::size_t rows, std::size_t heads, std::size_t he
   }
 }
 
-}  // namespace izwi::detail::qwen3_tts_codec
+}  // namespace qwen3_tts_codec
+}  // namespace izwi::detail

@@ -38,47 +38,55 @@ inline Qwen3TtsCodecState Qwen3TtsCodecDecoder::new_stream() const {
 
 namespace detail {
 
-/// One decode call over a batch of streams; holds the scratch it needs.
+/// One decode call over a batch of streams, on a scratch set of the decoder's.
 class Qwen3TtsCodecPass {
  public:
   Qwen3TtsCodecPass(const Qwen3TtsCodecConfig& c, const Qwen3TtsCodecWeights& w, ThreadPool& pool,
-                    std::span<const Qwen3TtsCodecStream> streams)
-      : c_(c), w_(w), pool_(pool), streams_(streams) {
+                    std::span<const Qwen3TtsCodecStream> streams, Qwen3TtsCodecScratch& scratch)
+      : c_(c), w_(w), pool_(pool), streams_(streams), m_(scratch) {
     for (const Qwen3TtsCodecStream& s : streams) runs_.begin.push_back(runs_.rows() + s.codes.size() / c.num_quantizers);
   }
 
   void run() {
     if (runs_.rows() == 0) return;  // nothing to decode: every state stays as it is
-    std::vector<float> x = dequantise();
-    std::vector<float> y(runs_.rows() * c_.latent_dim);
-    conv(w_.pre_conv, x.data(), runs_, y.data());
-    transformer(y);
+    std::vector<float> latent(runs_.rows() * c_.latent_dim);
+    {
+      const std::vector<float> x = dequantise();
+      conv(w_.pre_conv, x.data(), runs_, latent.data());
+    }
+    transformer(latent);
+    // From here on the rows run at 2x, 4x, ... 1920x the frame rate: ping-pong
+    // between the scratch's x and y (x holds the current activation).
+    std::copy(latent.begin(), latent.end(), qwen3_tts_codec::grow(m_.x, latent.size()));
     qwen3_tts_codec::RowRuns runs = runs_;
     for (const Qwen3TtsUpsampleStage& stage : w_.upsample) {
-      x.resize(runs.rows() * stage.upsample.stride * c_.latent_dim);
-      transpose(stage.upsample, y.data(), runs, x.data());
+      float* out = qwen3_tts_codec::grow(m_.y, runs.rows() * stage.upsample.stride * c_.latent_dim);
+      transpose(stage.upsample, m_.x.data(), runs, out);
       runs = runs.scaled(stage.upsample.stride);
-      convnext(stage, x, runs);
-      y.swap(x);
+      convnext(stage, out, runs);
+      m_.x.swap(m_.y);
     }
-    x.resize(runs.rows() * c_.decoder_dim);
-    conv(w_.decoder_entry, y.data(), runs, x.data());
+    // The entry convolution's bias is added by the first SnakeBeta's pass.
+    conv(w_.decoder_entry, m_.x.data(), runs, qwen3_tts_codec::grow(m_.y, runs.rows() * c_.decoder_dim), false);
+    m_.x.swap(m_.y);
+    const float* pending_bias = w_.decoder_entry.bias.data();
     std::size_t channels = c_.decoder_dim;
     for (const Qwen3TtsDecoderBlock& block : w_.blocks) {
-      qwen3_tts_codec::snake(block.snake, x.data(), runs.rows(), channels, pool_);
-      y.resize(runs.rows() * block.upsample.stride * block.upsample.out);
-      transpose(block.upsample, x.data(), runs, y.data());
+      qwen3_tts_codec::snake(block.snake, m_.x.data(), m_.x.data(), runs.rows(), channels, pending_bias, pool_);
+      pending_bias = nullptr;
+      float* out = qwen3_tts_codec::grow(m_.y, runs.rows() * block.upsample.stride * block.upsample.out);
+      transpose(block.upsample, m_.x.data(), runs, out);
       runs = runs.scaled(block.upsample.stride);
       channels = block.upsample.out;
-      for (const Qwen3TtsResidualUnit& unit : block.residual) residual(unit, y, runs, channels);
-      x.swap(y);
+      m_.x.swap(m_.y);
+      for (const Qwen3TtsResidualUnit& unit : block.residual) residual(unit, m_.x.data(), runs, channels);
     }
-    qwen3_tts_codec::snake(w_.final_snake, x.data(), runs.rows(), channels, pool_);
-    y.resize(runs.rows());
-    conv(w_.final_conv, x.data(), runs, y.data());
+    qwen3_tts_codec::snake(w_.final_snake, m_.x.data(), m_.x.data(), runs.rows(), channels, pending_bias, pool_);
+    const float* y = qwen3_tts_codec::grow(m_.y, runs.rows());
+    conv(w_.final_conv, m_.x.data(), runs, m_.y.data());
     for (std::size_t s = 0; s < streams_.size(); ++s) {
-      for (std::size_t i = runs.begin[s]; i < runs.begin[s + 1]; ++i)
-        streams_[s].pcm->push_back(std::clamp(y[i], -1.0f, 1.0f));
+      std::vector<float>& pcm = *streams_[s].pcm;
+      for (std::size_t i = runs.begin[s]; i < runs.begin[s + 1]; ++i) pcm.push_back(std::clamp(y[i], -1.0f, 1.0f));
       streams_[s].state->frames += static_cast<std::int64_t>(runs_.rows(s));
     }
   }
@@ -120,42 +128,45 @@ class Qwen3TtsCodecPass {
     return out;
   }
 
-  void conv(const Qwen3TtsConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs, float* out) {
+  void conv(const Qwen3TtsConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs, float* out,
+            bool with_bias = true) {
     const auto ctx = contexts();
-    qwen3_tts_codec::causal_conv(conv, x, runs, ctx, columns_, out, pool_);
+    qwen3_tts_codec::causal_conv(conv, x, runs, ctx, m_.taps, out, pool_, with_bias);
   }
   void transpose(const Qwen3TtsTransposedConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs,
                  float* out) {
     const auto ov = overlaps();
-    qwen3_tts_codec::transposed_conv(conv, x, runs, ov, columns_, sums_, out, pool_);
+    qwen3_tts_codec::transposed_conv(conv, x, runs, ov, m_, out, pool_);
   }
 
   /// ConvNeXt: x += γ ⊙ Linear(GELU(Linear(LayerNorm(dwconv(x))))), in place.
-  void convnext(const Qwen3TtsUpsampleStage& s, std::vector<float>& x, const qwen3_tts_codec::RowRuns& runs) {
+  void convnext(const Qwen3TtsUpsampleStage& s, float* x, const qwen3_tts_codec::RowRuns& runs) {
     const std::size_t rows = runs.rows(), d = c_.latent_dim;
-    std::vector<float> h(rows * d), wide(rows * 4 * d);
+    float* h = qwen3_tts_codec::grow(m_.a, rows * d);
+    float* wide = qwen3_tts_codec::grow(m_.b, rows * 4 * d);
     const auto ctx = contexts();
-    qwen3_tts_codec::depthwise_causal_conv(s.dwconv_weight, s.dwconv_bias, d, 7, x.data(), runs, ctx, h.data(), pool_);
-    whisper_cpu::layer_norm(h.data(), rows, d, s.norm_weight.data(), s.norm_bias.data(), 1e-6f, h.data(), pool_);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, d, s.pwconv1, wide.data(), pool_);
-    qwen3_tts_codec::add_bias(wide.data(), rows, 4 * d, s.pwconv1_bias);
-    whisper_cpu::gelu(wide.data(), wide.size(), pool_);
-    kernels::cpu::matmul_batch_invariant(wide.data(), rows, 4 * d, s.pwconv2, h.data(), pool_);
-    qwen3_tts_codec::add_bias(h.data(), rows, d, s.pwconv2_bias);
+    qwen3_tts_codec::depthwise_causal_conv(s.dwconv_weight, s.dwconv_bias, d, 7, x, runs, ctx, h, pool_);
+    whisper_cpu::layer_norm(h, rows, d, s.norm_weight.data(), s.norm_bias.data(), 1e-6f, h, pool_);
+    kernels::cpu::matmul_batch_invariant(h, rows, d, s.pwconv1, wide, pool_);
+    qwen3_tts_codec::add_bias(wide, rows, 4 * d, s.pwconv1_bias, pool_);
+    whisper_cpu::gelu(wide, rows * 4 * d, pool_);
+    kernels::cpu::matmul_batch_invariant(wide, rows, 4 * d, s.pwconv2, h, pool_);
+    qwen3_tts_codec::add_bias(h, rows, d, s.pwconv2_bias, pool_);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < d; ++i) x[r * d + i] += s.gamma[i] * h[r * d + i];
   }
 
-  /// x += Conv1d_k1(Snake(Conv1d_k7,dilated(Snake(x)))), in place.
-  void residual(const Qwen3TtsResidualUnit& u, std::vector<float>& x, const qwen3_tts_codec::RowRuns& runs,
-                std::size_t channels) {
-    const std::size_t n = runs.rows() * channels;
-    std::vector<float> a(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n)), b(n);
-    qwen3_tts_codec::snake(u.act1, a.data(), runs.rows(), channels, pool_);
-    conv(u.conv1, a.data(), runs, b.data());
-    qwen3_tts_codec::snake(u.act2, b.data(), runs.rows(), channels, pool_);
-    conv(u.conv2, b.data(), runs, a.data());
-    kernels::cpu::add_inplace(x.data(), a.data(), n);
+  /// x += Conv1d_k1(Snake(Conv1d_k7,dilated(Snake(x)))), in place; each
+  /// convolution's bias joins the pass after it (the second SnakeBeta, the sum).
+  void residual(const Qwen3TtsResidualUnit& u, float* x, const qwen3_tts_codec::RowRuns& runs, std::size_t channels) {
+    const std::size_t rows = runs.rows();
+    float* a = qwen3_tts_codec::grow(m_.a, rows * channels);
+    float* b = qwen3_tts_codec::grow(m_.b, rows * channels);
+    qwen3_tts_codec::snake(u.act1, x, a, rows, channels, nullptr, pool_);
+    conv(u.conv1, a, runs, b, false);
+    qwen3_tts_codec::snake(u.act2, b, b, rows, channels, u.conv1.bias.data(), pool_);
+    conv(u.conv2, b, runs, a, false);
+    qwen3_tts_codec::add_with_bias(x, a, rows, channels, u.conv2.bias, pool_);
   }
 
   void transformer(std::vector<float>& latent);
@@ -166,9 +177,9 @@ class Qwen3TtsCodecPass {
   ThreadPool& pool_;
   std::span<const Qwen3TtsCodecStream> streams_;
   qwen3_tts_codec::RowRuns runs_;
+  Qwen3TtsCodecScratch& m_;
   std::vector<std::int64_t> positions_;
   std::size_t next_conv_ = 0, next_overlap_ = 0;
-  std::vector<float> columns_, sums_;
 };
 
 /// The sliding-window transformer, in place on latent [rows][latent_dim].
@@ -182,7 +193,7 @@ inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
   std::vector<float> x(rows * hidden), h(rows * hidden), q(rows * q_dim), k(rows * kv_dim), v(rows * kv_dim),
       attn(rows * q_dim), gate(rows * ffn), up(rows * ffn);
   kernels::cpu::matmul_batch_invariant(latent.data(), rows, c_.latent_dim, w_.input_proj, x.data(), pool_);
-  qwen3_tts_codec::add_bias(x.data(), rows, hidden, w_.input_proj_bias);
+  qwen3_tts_codec::add_bias(x.data(), rows, hidden, w_.input_proj_bias, pool_);
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const Qwen3TtsCodecLayerWeights& w = w_.layers[l];
     kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w.attn_norm.data(), eps, h.data(), hidden);
@@ -205,7 +216,7 @@ inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
   }
   kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w_.final_norm.data(), eps, h.data(), hidden);
   kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w_.output_proj, latent.data(), pool_);
-  qwen3_tts_codec::add_bias(latent.data(), rows, c_.latent_dim, w_.output_proj_bias);
+  qwen3_tts_codec::add_bias(latent.data(), rows, c_.latent_dim, w_.output_proj_bias, pool_);
 }
 
 /// Causal attention over the last sliding_window frames (this call's rows and
@@ -280,7 +291,17 @@ inline void Qwen3TtsCodecDecoder::decode_batch(detail::ThreadPool& pool,
         throw invalid_argument("streams", "Qwen3-TTS codec: streams " + std::to_string(o) + " and " +
                                               std::to_string(s) + " share one state");
   }
-  detail::Qwen3TtsCodecPass(config_, *weights_, pool, streams).run();
+  // A scratch set of this decoder's (made on first use, kept for the next
+  // call); given back even when a pass throws (it throws only bad_alloc).
+  detail::Qwen3TtsCodecScratchCache local;
+  detail::Qwen3TtsCodecScratchCache& cache = scratch_ ? *scratch_ : local;
+  std::unique_ptr<detail::Qwen3TtsCodecScratch> scratch = cache.take();
+  struct GiveBack {
+    detail::Qwen3TtsCodecScratchCache& cache;
+    std::unique_ptr<detail::Qwen3TtsCodecScratch>& scratch;
+    ~GiveBack() { cache.give_back(std::move(scratch)); }
+  } give_back{cache, scratch};
+  detail::Qwen3TtsCodecPass(config_, *weights_, pool, streams, *scratch).run();
 }
 
 inline void Qwen3TtsCodecDecoder::decode(detail::ThreadPool& pool, Qwen3TtsCodecState& state,

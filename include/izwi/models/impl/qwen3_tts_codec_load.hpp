@@ -10,6 +10,7 @@
 
 #include "izwi/core/error.hpp"
 #include "izwi/io/model_directory.hpp"
+#include "izwi/models/detail/qwen3_tts_codec_ops.hpp"
 
 namespace izwi::detail {
 
@@ -75,12 +76,21 @@ class Qwen3TtsCodecLoader {
                     std::uint32_t dilation = 1) const {
     Qwen3TtsConv c;
     c.in = in, c.out = out, c.kernel = kernel, c.dilation = dilation;
-    c.weight = keep(src_->tensor(prefix + ".weight", {out, in, kernel}), out, std::size_t{in} * kernel);
+    // torch's [out][in][kernel] to tap-major [out][kernel][in]: an im2col row
+    // is then the kernel's input rows one after another (whole-row copies).
+    const std::vector<float> w = src_->tensor(prefix + ".weight", {out, in, kernel});
+    std::vector<float> t(w.size());
+    for (std::size_t o = 0; o < out; ++o)
+      for (std::size_t i = 0; i < in; ++i)
+        for (std::size_t j = 0; j < kernel; ++j) t[(o * kernel + j) * in + i] = w[(o * in + i) * kernel + j];
+    c.weight = keep(std::move(t), out, std::size_t{in} * kernel);
     c.bias = vector(prefix + ".bias", out);
     return c;
   }
 
-  /// torch's ConvTranspose1d weight [in][out][kernel], transposed to [out × kernel][in].
+  /// torch's ConvTranspose1d weight [in][out][kernel], transposed to tap-major
+  /// [kernel × out][in]: one matmul row of products holds each tap's output
+  /// row contiguously, so the overlap-add adds whole rows.
   Qwen3TtsTransposedConv transposed_conv(const std::string& prefix, std::uint32_t in, std::uint32_t out,
                                          std::uint32_t kernel, std::uint32_t stride) const {
     Qwen3TtsTransposedConv c;
@@ -89,7 +99,7 @@ class Qwen3TtsCodecLoader {
     std::vector<float> t(w.size());
     for (std::size_t i = 0; i < in; ++i)
       for (std::size_t o = 0; o < out; ++o)
-        for (std::size_t j = 0; j < kernel; ++j) t[(o * kernel + j) * in + i] = w[(i * out + o) * kernel + j];
+        for (std::size_t j = 0; j < kernel; ++j) t[(j * out + o) * in + i] = w[(i * out + o) * kernel + j];
     c.weight = keep(std::move(t), std::size_t{out} * kernel, in);
     c.bias = vector(prefix + ".bias", out);
     return c;
@@ -163,7 +173,10 @@ inline void load_qwen3_tts_codec_upsampling(const Qwen3TtsCodecLoader& l, const 
     const std::uint32_t r = c.upsampling_ratios[b];
     Qwen3TtsUpsampleStage s;
     s.upsample = l.transposed_conv(p + "0.conv", d, d, r, r);
-    s.dwconv_weight = l.values(p + "1.dwconv.conv.weight", {d, 1, 7});
+    const std::vector<float> dw = l.values(p + "1.dwconv.conv.weight", {d, 1, 7});
+    s.dwconv_weight.resize(dw.size());  // [channels][7] -> [7][channels]: each tap a contiguous row
+    for (std::size_t ch = 0; ch < d; ++ch)
+      for (std::size_t j = 0; j < 7; ++j) s.dwconv_weight[j * d + ch] = dw[ch * 7 + j];
     s.dwconv_bias = l.vector(p + "1.dwconv.conv.bias", d);
     s.norm_weight = l.vector(p + "1.norm.weight", d);
     s.norm_bias = l.vector(p + "1.norm.bias", d);
@@ -238,6 +251,7 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen
   detail::load_qwen3_tts_codec_blocks(loader, d.config_, *weights);
   d.weights_ = std::move(weights);
   d.storage_ = std::move(storage);
+  d.scratch_ = std::make_shared<detail::Qwen3TtsCodecScratchCache>();
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "izwi/kernels/cpu/detail/attention_kernels.hpp"
+#include "izwi/kernels/cpu/detail/conv1d_kernels.hpp"
 #include "izwi/kernels/cpu/detail/elementwise_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/rotary_kernels.hpp"
@@ -43,6 +44,9 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .add_inplace = &add_inplace<Arch>,
       .apply_rotary = &apply_rotary<Arch>,
       .paged_attention = &paged_attention_entry<Arch>,
+      .conv1d_gemm = &conv1d_gemm<Arch>,
+      .snake_beta = &snake_beta<Arch>,
+      .transposed_conv_overlap_add = &transposed_conv_overlap_add<Arch>,
   };
 }
 

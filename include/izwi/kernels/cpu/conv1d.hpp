@@ -1,0 +1,57 @@
+#pragma once
+// Elementwise and overlap-add kernels of 1-D convolutional audio decoders
+// (the Qwen3-TTS codec decoder's SnakeBeta activations and transposed
+// convolutions), and the convolutions as GEMMs over implicit im2col rows.
+//
+// Activations are time-major F32 rows ([time][channels], rows `channels`
+// floats apart). Like elementwise.hpp's kernels these run on the calling
+// thread; a caller spreads large arrays over threads by splitting the rows
+// with ThreadPool::parallel_for. Every output element depends on its own
+// inputs only, never on how the rows were split or what else is batched.
+
+#include <cstddef>
+
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
+
+namespace izwi::kernels::cpu {
+
+/// A 1-D convolution as a GEMM over im2col rows that are never built:
+///   y[r][o] = Σ_j Σ_c taps[r·kernel + j][c] · w[o][j·in + c]
+/// for r < m, o < w.rows (w tap-major, w.cols == kernel·in, any dtype);
+/// taps[r·kernel + j] points at the `in` input floats tap j of output r reads
+/// (a row of the input or of a carried context). Packs straight from those
+/// rows, then splits the work over output-column panels and row slices, so
+/// layers with few output channels still use every thread. Each output
+/// element is summed over k in one order from its own row: bit for bit
+/// matmul_batch_invariant of the im2col rows, whatever m or the split.
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept;
+
+/// SnakeBeta with its parameters folded (alpha_exp = e^α, inv_beta =
+/// 1 / (e^β + ε)), per channel c of each of `rows` rows:
+///   v = x[c] + bias[c]            (bias may be null: v = x[c])
+///   y[c] = v + inv_beta[c] · sin²(v · alpha_exp[c])
+/// x and y may be the same array.
+inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
+                       const float* alpha_exp, const float* inv_beta) noexcept;
+
+/// The overlap-add of a causal ConvTranspose1d (kernel K, stride S) over
+/// `n` input rows whose per-tap products are `products` [n][K][channels]
+/// (row t, tap j: W_jᵀ·x[t], tap-major). Output row u (0 <= u < n·S + K - S)
+/// is
+///   acc = u < K - S ? carry_in[u] : 0
+///   acc += products[t][j] for every tap with t·S + j == u, 0 <= t < n, in
+///          increasing t (the order a full causal decode sums them in)
+/// and rows [row_begin, row_end) of it are written: a row u < n·S to
+/// out[u] + bias (bias may be null), a row u >= n·S (the overhang into the
+/// next call) to carry_out[u - n·S] without bias. carry_in (K - S rows; null
+/// when K <= S) must not overlap carry_out. Any kernel >= stride >= 1.
+inline void transposed_conv_overlap_add(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,
+                                        std::size_t channels, const float* carry_in, const float* bias,
+                                        std::size_t row_begin, std::size_t row_end, float* out,
+                                        float* carry_out) noexcept;
+
+}  // namespace izwi::kernels::cpu
+
+#include "izwi/kernels/cpu/impl/conv1d.hpp"

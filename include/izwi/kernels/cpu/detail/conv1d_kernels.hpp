@@ -1,0 +1,219 @@
+#pragma once
+// The kernels of izwi/kernels/cpu/conv1d.hpp, written once over the SIMD
+// architecture (see simd.hpp); reached through dispatch.hpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
+#include "izwi/kernels/cpu/detail/simd.hpp"
+#include "izwi/kernels/cpu/thread_pool.hpp"
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+/// sin²(v) of every lane. Vector path: v = q·π + r with q = round(v / π) and
+/// π split in three floats (the first two of 12 significant bits, so q·P1
+/// and q·P2 are exact while |q| < 4096), then sin r by its Taylor series to
+/// r¹¹ (|r| <= π/2: truncation below 6e-8). sin² ignores the sign (-1)^q. Lanes
+/// beyond |v| = 8000 (never in a decoder, whose activations stay small) take
+/// libm's sine. (xsimd's own sin would do, but its large-argument reduction
+/// brings static tables that are shared inline symbols outside the variant
+/// namespace: see docs/kernels.md, "One definition per architecture".)
+template <class Arch>
+inline typename Simd<Arch>::vec sin_squared_each(typename Simd<Arch>::vec v) noexcept {
+  using S = Simd<Arch>;
+  if constexpr (std::is_same_v<Arch, ScalarArch>) {
+    const float s = std::sin(v);
+    return s * s;
+  } else {
+    constexpr float limit = 8000.0f;
+    if (xsimd::any(xsimd::abs(v) > S::broadcast(limit))) {
+      alignas(64) float lanes[S::lanes];
+      S::store(lanes, v);
+      for (float& x : lanes) x = std::sin(x) * std::sin(x);
+      return S::load(lanes);
+    }
+    constexpr float inv_pi = 0.318309886183790671538f;
+    constexpr float p1 = 3.140625f, p2 = 0.0009675025939941406f, p3 = 1.5099580252808664e-07f;
+    const auto q = xsimd::nearbyint(v * S::broadcast(inv_pi));
+    auto r = S::fma(q, S::broadcast(-p1), v);
+    r = S::fma(q, S::broadcast(-p2), r);
+    r = S::fma(q, S::broadcast(-p3), r);
+    const auto r2 = r * r;
+    // sin r = r·(1 - r²/3! + r⁴/5! - r⁶/7! + r⁸/9! - r¹⁰/11!), Horner in r².
+    auto poly = S::broadcast(-1.0f / 39916800.0f);
+    poly = S::fma(poly, r2, S::broadcast(1.0f / 362880.0f));
+    poly = S::fma(poly, r2, S::broadcast(-1.0f / 5040.0f));
+    poly = S::fma(poly, r2, S::broadcast(1.0f / 120.0f));
+    poly = S::fma(poly, r2, S::broadcast(-1.0f / 6.0f));
+    const auto sin_r = S::fma(poly * r2, r, r);
+    return sin_r * sin_r;
+  }
+}
+
+template <class Arch>
+inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
+                       const float* alpha_exp, const float* inv_beta) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * channels;
+    float* yr = y + r * channels;
+    std::size_t c = 0;
+    for (; c + L <= channels; c += L) {
+      auto v = S::load(xr + c);
+      if (bias != nullptr) v = v + S::load(bias + c);
+      S::store(yr + c, S::fma(S::load(inv_beta + c), sin_squared_each<Arch>(v * S::load(alpha_exp + c)), v));
+    }
+    for (; c < channels; ++c) {
+      const float v = bias != nullptr ? xr[c] + bias[c] : xr[c];
+      const float s = std::sin(v * alpha_exp[c]);
+      yr[c] = v + inv_beta[c] * (s * s);
+    }
+  }
+}
+
+template <class Arch>
+inline void transposed_conv_overlap_add(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,
+                                        std::size_t channels, const float* carry_in, const float* bias,
+                                        std::size_t row_begin, std::size_t row_end, float* out,
+                                        float* carry_out) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  const std::size_t emitted = n * stride, carried = kernel - stride;
+  for (std::size_t u = row_begin; u < row_end; ++u) {
+    const bool is_output = u < emitted;
+    float* dst = is_output ? out + u * channels : carry_out + (u - emitted) * channels;
+    const float* carry = u < carried ? carry_in + u * channels : nullptr;
+    const float* add_bias = is_output ? bias : nullptr;
+    // Taps reaching row u: t·S + j == u with 0 <= j < K, 0 <= t < n.
+    const std::size_t t_first = u + 1 > kernel ? (u + 1 - kernel + stride - 1) / stride : 0;
+    const std::size_t t_end = std::min(n, u / stride + 1);
+    std::size_t c = 0;
+    for (; c + L <= channels; c += L) {
+      auto acc = carry != nullptr ? S::load(carry + c) : S::zero();
+      for (std::size_t t = t_first; t < t_end; ++t)
+        acc = acc + S::load(products + (t * kernel + (u - t * stride)) * channels + c);
+      if (add_bias != nullptr) acc = acc + S::load(add_bias + c);
+      S::store(dst + c, acc);
+    }
+    for (; c < channels; ++c) {
+      float acc = carry != nullptr ? carry[c] : 0.0f;
+      for (std::size_t t = t_first; t < t_end; ++t) acc += products[(t * kernel + (u - t * stride)) * channels + c];
+      if (add_bias != nullptr) acc += add_bias[c];
+      dst[c] = acc;
+    }
+  }
+}
+
+#if defined(__AVX512F__)
+/// Columns [c, c + 16) of 8 rows into packed[(c + i) * 8 + r]: the [k][8]
+/// layout of a row block, by a three-stage butterfly of two-source permutes
+/// (pairs of rows, then quads, then all eight) instead of 128 scalar stores.
+inline void transpose_8x16_avx512(const float* const* rows, std::size_t c, float* packed) noexcept {
+  __m512 v[8], t[8], u[2][2][2];
+  for (int r = 0; r < 8; ++r) v[r] = _mm512_loadu_ps(rows[r] + c);
+  // t[2q + h]: rows 2q, 2q+1 interleaved, columns 8h .. 8h+7.
+  const __m512i pair_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i pair_hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int q = 0; q < 4; ++q) {
+    t[2 * q] = _mm512_permutex2var_ps(v[2 * q], pair_lo, v[2 * q + 1]);
+    t[2 * q + 1] = _mm512_permutex2var_ps(v[2 * q], pair_hi, v[2 * q + 1]);
+  }
+  // u[h][g][x]: rows 4g .. 4g+3 per column, columns 8h + 4x .. 8h + 4x + 3.
+  const __m512i quad_lo = _mm512_setr_epi32(0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+  const __m512i quad_hi = _mm512_setr_epi32(8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+  for (int h = 0; h < 2; ++h)
+    for (int g = 0; g < 2; ++g) {
+      u[h][g][0] = _mm512_permutex2var_ps(t[4 * g + h], quad_lo, t[4 * g + 2 + h]);
+      u[h][g][1] = _mm512_permutex2var_ps(t[4 * g + h], quad_hi, t[4 * g + 2 + h]);
+    }
+  // Two columns of all eight rows per store.
+  const __m512i all_lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i all_hi = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int h = 0; h < 2; ++h)
+    for (int x = 0; x < 2; ++x) {
+      float* dst = packed + static_cast<std::size_t>(8 * h + 4 * x) * 8;
+      _mm512_storeu_ps(dst, _mm512_permutex2var_ps(u[h][0][x], all_lo, u[h][1][x]));
+      _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(u[h][0][x], all_hi, u[h][1][x]));
+    }
+}
+#endif
+
+/// Packs the im2col rows [m0, m0 + MR) of a causal convolution as pack_rows
+/// packs activation rows ([k][MR], rows past m zero): the row of output r is
+/// its taps' input rows back to back, read where they lie.
+template <class Arch>
+inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                          std::size_t m0, float* packed) noexcept {
+  constexpr std::size_t MR = GemmShape<Arch>::mr;
+  const std::size_t k = kernel * in;
+#if defined(__AVX512F__)
+  if constexpr (Simd<Arch>::avx512 && MR == 8) {
+    if (m0 + MR <= m) {  // a full block: 16 columns of its 8 rows at a time
+      const float* rows[MR];
+      for (std::size_t j = 0; j < kernel; ++j) {
+        for (std::size_t r = 0; r < MR; ++r) rows[r] = taps[(m0 + r) * kernel + j];
+        float* dst = packed + j * in * MR;
+        std::size_t c = 0;
+        for (; c + 16 <= in; c += 16) transpose_8x16_avx512(rows, c, dst + c * MR);
+        for (; c < in; ++c)
+          for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = rows[r][c];
+      }
+      return;
+    }
+  }
+#endif
+  for (std::size_t r = 0; r < MR; ++r) {
+    if (m0 + r >= m) {
+      for (std::size_t kk = 0; kk < k; ++kk) packed[kk * MR + r] = 0.0f;
+      continue;
+    }
+    for (std::size_t j = 0; j < kernel; ++j) {
+      const float* row = taps[(m0 + r) * kernel + j];
+      float* dst = packed + j * in * MR + r;
+      for (std::size_t c = 0; c < in; ++c) dst[c * MR] = row[c];
+    }
+  }
+}
+
+/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and the
+/// weights are packed once per pass and panel slice, cheap beside the
+/// pass's FLOPs at 512 rows or more).
+inline constexpr std::size_t conv1d_pass_floats = std::size_t{1} << 22;
+
+template <class Arch>
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  using G = GemmShape<Arch>;
+  const std::size_t k = kernel * in, n = w.rows;
+  if (m == 0 || n == 0) return;
+  const std::size_t panels = (n + G::nc - 1) / G::nc;
+  const std::size_t pass_rows = std::max<std::size_t>(512, conv1d_pass_floats / k) / G::mr * G::mr;
+  auto* xp = static_cast<float*>(pool.shared_scratch(std::min(pass_rows, (m + G::mr - 1) / G::mr * G::mr) * k *
+                                                     sizeof(float)));
+  for (std::size_t first = 0; first < m; first += pass_rows) {
+    const std::size_t rows = std::min(pass_rows, m - first), blocks = (rows + G::mr - 1) / G::mr;
+    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
+      pack_tap_rows<Arch>(taps + first * kernel, rows, kernel, in, b * G::mr, xp + b * G::mr * k);
+    });
+    // Tasks: a panel of output columns x a slice of the row blocks, enough of
+    // them for every thread even when the layer has one or two panels.
+    const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + panels - 1) / panels, 1, blocks);
+    pool.parallel_for(panels * slices, [&](std::size_t task, std::size_t worker) {
+      const std::size_t p = task / slices, slice = task % slices;
+      const std::size_t n0 = p * G::nc, cols = std::min(G::nc, n - n0);
+      const std::size_t b0 = slice * blocks / slices, b1 = (slice + 1) * blocks / slices;
+      float* panel = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
+      pack_panel<Arch>(w, n0, panel, panel + G::nc * k);
+      for (std::size_t b = b0; b < b1; ++b)
+        for (std::size_t j = 0; j < cols; j += G::nr)
+          gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + (first + b * G::mr) * ldy + n0 + j,
+                           ldy, std::min(G::mr, rows - b * G::mr), std::min(G::nr, cols - j), false);
+    });
+  }
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -1,0 +1,32 @@
+#pragma once
+// Bodies of izwi/kernels/cpu/conv1d.hpp: the variant chosen at start-up
+// (dispatch.hpp) runs the kernels of detail/conv1d_kernels.hpp.
+
+#include <cassert>
+#include <cstddef>
+
+#include "izwi/kernels/cpu/dispatch.hpp"
+
+namespace izwi::kernels::cpu {
+
+inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  assert(w.cols == kernel * in && ldy >= w.rows);
+  active_kernels().conv1d_gemm(taps, m, kernel, in, w, y, ldy, pool);
+}
+
+inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
+                       const float* alpha_exp, const float* inv_beta) noexcept {
+  active_kernels().snake_beta(x, y, rows, channels, bias, alpha_exp, inv_beta);
+}
+
+inline void transposed_conv_overlap_add(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,
+                                        std::size_t channels, const float* carry_in, const float* bias,
+                                        std::size_t row_begin, std::size_t row_end, float* out,
+                                        float* carry_out) noexcept {
+  assert(stride >= 1 && kernel >= stride && row_end <= n * stride + (kernel - stride));
+  active_kernels().transposed_conv_overlap_add(products, n, kernel, stride, channels, carry_in, bias, row_begin,
+                                               row_end, out, carry_out);
+}
+
+}  // namespace izwi::kernels::cpu

@@ -1,0 +1,181 @@
+// conv1d.hpp's kernels (the implicit-im2col GEMM, SnakeBeta, the transposed
+// convolution's overlap-add)
+// for every kernel variant this CPU runs, against references written here,
+// on channel counts that are not multiples of any vector width.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "izwi/kernels/cpu/thread_pool.hpp"
+
+#include "izwi/kernels/cpu/conv1d.hpp"
+#include "kernel_test_util.hpp"
+
+using namespace izwi;
+namespace kc = izwi::kernels::cpu;
+
+namespace {
+
+void check_snake_beta(const kc::KernelTable& kernels) {
+  for (std::size_t channels : {1, 7, 33, 130, 1536}) {
+    INFO("channels " << channels);
+    const std::size_t rows = 3;
+    // Arguments up to about ±60 (x·e^α), as decoder activations reach.
+    auto x = kernel_test::random_floats(rows * channels, static_cast<std::uint32_t>(channels), 20.0f);
+    const auto bias = kernel_test::random_floats(channels, 2, 0.5f);
+    auto alpha = kernel_test::random_floats(channels, 3, 1.0f);
+    auto inv_beta = kernel_test::random_floats(channels, 4, 1.0f);
+    for (float& a : alpha) a = std::exp(a);
+    // A few arguments past the vector path's range (|v·e^α| > 8000), which take libm's sine.
+    x[0] = 9000.0f, x[x.size() - 1] = -12345.5f;
+    for (float& b : inv_beta) b = 1.0f / (std::exp(b) + 1e-9f);
+    for (const bool with_bias : {false, true}) {
+      const float* b = with_bias ? bias.data() : nullptr;
+      std::vector<float> y(rows * channels, 9.0f);
+      kernels.snake_beta(x.data(), y.data(), rows, channels, b, alpha.data(), inv_beta.data());
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < channels; ++c) {
+          // The kernel's f32 argument, then the sine in double.
+          const float v = with_bias ? x[r * channels + c] + bias[c] : x[r * channels + c];
+          const float arg = v * alpha[c];
+          const double s = std::sin(double(arg));
+          const double ref = double(v) + double(inv_beta[c]) * s * s;
+          // The sine term to 2e-6, plus the final f32 addition's rounding.
+          REQUIRE(std::fabs(y[r * channels + c] - ref) <= 2e-6 + 1.2e-7 * std::fabs(ref));
+        }
+      // In place gives the same bits, and a row's result does not depend on
+      // the rows beside it (one row at a time = all rows at once).
+      std::vector<float> in_place = x;
+      kernels.snake_beta(in_place.data(), in_place.data(), rows, channels, b, alpha.data(), inv_beta.data());
+      REQUIRE(std::memcmp(in_place.data(), y.data(), y.size() * sizeof(float)) == 0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::vector<float> one(channels);
+        kernels.snake_beta(x.data() + r * channels, one.data(), 1, channels, b, alpha.data(), inv_beta.data());
+        REQUIRE(std::memcmp(one.data(), y.data() + r * channels, channels * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+/// The documented sum, in f32 in the documented order: carry, then taps by
+/// increasing input row, then bias. Returns n·S + K - S rows.
+std::vector<float> overlap_add_reference(const std::vector<float>& products, std::size_t n, std::size_t k,
+                                         std::size_t s, std::size_t c, const std::vector<float>& carry,
+                                         const std::vector<float>& bias) {
+  const std::size_t total = n * s + k - s;
+  std::vector<float> rows(total * c, 0.0f);
+  for (std::size_t u = 0; u < k - s; ++u)
+    for (std::size_t i = 0; i < c; ++i) rows[u * c + i] = carry[u * c + i];
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t j = 0; j < k; ++j)
+      for (std::size_t i = 0; i < c; ++i) rows[(t * s + j) * c + i] += products[(t * k + j) * c + i];
+  for (std::size_t u = 0; u < n * s; ++u)
+    for (std::size_t i = 0; i < c; ++i) rows[u * c + i] += bias[i];
+  return rows;
+}
+
+void check_overlap_add(const kc::KernelTable& kernels) {
+  struct Shape {
+    std::size_t kernel, stride;
+  };
+  for (const Shape sh : {Shape{2, 2}, Shape{6, 3}, Shape{16, 8}, Shape{5, 2}})
+    for (std::size_t c : {1, 19, 37}) {
+      INFO("kernel " << sh.kernel << " stride " << sh.stride << " channels " << c);
+      const std::size_t k = sh.kernel, s = sh.stride, ov = k - s, n = 5;
+      const auto products = kernel_test::random_floats(n * k * c, static_cast<std::uint32_t>(k * 100 + c));
+      const auto bias = kernel_test::random_floats(c, 7);
+      const auto carry = kernel_test::random_floats(ov * c, 8);
+      const auto ref = overlap_add_reference(products, n, k, s, c, carry, bias);
+      // Whole range in one call, and the same rows in pieces of 3.
+      for (const std::size_t piece : {n * s + ov, std::size_t{3}}) {
+        std::vector<float> out(n * s * c, -1.0f), carry_out(ov * c, -1.0f);
+        for (std::size_t u = 0; u < n * s + ov; u += piece)
+          kernels.transposed_conv_overlap_add(products.data(), n, k, s, c, ov ? carry.data() : nullptr, bias.data(),
+                                              u, std::min(n * s + ov, u + piece), out.data(), carry_out.data());
+        REQUIRE(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)) == 0);
+        REQUIRE(std::memcmp(carry_out.data(), ref.data() + out.size(), carry_out.size() * sizeof(float)) == 0);
+      }
+      // Streaming: 2 rows then 3 rows, the carry passed on, equal the 5 rows at once.
+      const std::vector<float> zero(ov * c, 0.0f);
+      const auto whole = overlap_add_reference(products, n, k, s, c, zero, bias);
+      std::vector<float> out(n * s * c), carry1(ov * c), carry2(ov * c);
+      kernels.transposed_conv_overlap_add(products.data(), 2, k, s, c, ov ? zero.data() : nullptr, bias.data(), 0,
+                                          2 * s + ov, out.data(), carry1.data());
+      kernels.transposed_conv_overlap_add(products.data() + 2 * k * c, 3, k, s, c, ov ? carry1.data() : nullptr,
+                                          bias.data(), 0, 3 * s + ov, out.data() + 2 * s * c, carry2.data());
+      REQUIRE(std::memcmp(out.data(), whole.data(), out.size() * sizeof(float)) == 0);
+      REQUIRE(std::memcmp(carry2.data(), whole.data() + out.size(), carry2.size() * sizeof(float)) == 0);
+    }
+}
+
+void check_conv1d_gemm(const kc::KernelTable& kernels) {
+  struct Shape {
+    std::size_t m, kernel, in, n, dilation;
+  };
+  // The last crosses a pass of packed rows (about 4M floats) and has two
+  // output panels; the third is a 1x1 convolution.
+  for (const Shape sh : {Shape{1, 3, 5, 1, 1}, Shape{7, 7, 17, 37, 3}, Shape{33, 1, 40, 96, 1},
+                         Shape{1300, 7, 600, 70, 2}})
+    for (std::size_t threads : {1, 3}) {
+      INFO("m " << sh.m << " kernel " << sh.kernel << " in " << sh.in << " n " << sh.n << " threads " << threads);
+      izwi::detail::ThreadPool pool(threads);
+      const std::size_t ctx = (sh.kernel - 1) * sh.dilation, k = sh.kernel * sh.in;
+      const auto input = kernel_test::random_floats((sh.m + ctx) * sh.in, static_cast<std::uint32_t>(sh.m + sh.n));
+      const auto w = kernel_test::make_weights(DType::f32, sh.n, k, 5);
+      // Output r's tap j reads input row r + j·dilation; the same rows as explicit im2col rows.
+      std::vector<const float*> taps(sh.m * sh.kernel);
+      std::vector<float> columns(sh.m * k);
+      for (std::size_t r = 0; r < sh.m; ++r)
+        for (std::size_t j = 0; j < sh.kernel; ++j) {
+          taps[r * sh.kernel + j] = input.data() + (r + j * sh.dilation) * sh.in;
+          std::copy(taps[r * sh.kernel + j], taps[r * sh.kernel + j] + sh.in, columns.begin() + r * k + j * sh.in);
+        }
+      const std::size_t ldy = sh.n + 3;
+      std::vector<float> expected(sh.m * ldy, 5.0f), y(sh.m * ldy, 5.0f);
+      kernels.matmul_batch_invariant(columns.data(), k, sh.m, w.matrix, expected.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, y.data(), ldy, pool);
+      REQUIRE(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);  // padding untouched too
+      // And it is the convolution: the first and last rows against a double sum.
+      for (const std::size_t r : {std::size_t{0}, sh.m - 1})
+        for (std::size_t o = 0; o < sh.n; ++o) {
+          double ref = 0, mag = 0;
+          for (std::size_t kk = 0; kk < k; ++kk) {
+            ref += double(columns[r * k + kk]) * w.values[o * k + kk];
+            mag += std::fabs(double(columns[r * k + kk]) * w.values[o * k + kk]);
+          }
+          REQUIRE(std::fabs(y[r * ldy + o] - ref) <= 2e-6 * std::sqrt(double(k)) * (mag + 1));
+        }
+      // Rows computed in two calls (another batch) are the same bits.
+      const std::size_t half = sh.m / 2;
+      std::vector<float> split(sh.m * ldy, 5.0f);
+      kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, split.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix,
+                          split.data() + half * ldy, ldy, pool);
+      REQUIRE(std::memcmp(split.data(), expected.data(), y.size() * sizeof(float)) == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("conv1d: the implicit-im2col GEMM equals matmul_batch_invariant on im2col rows bit for bit, every variant",
+          "[kernels][conv1d]") {
+  kernel_test::for_each_variant(check_conv1d_gemm);
+}
+
+TEST_CASE("conv1d: snake_beta against a double-precision sine, every variant", "[kernels][conv1d]") {
+  kernel_test::for_each_variant(check_snake_beta);
+  // The public entry point (the active variant).
+  const float x = 0.5f, alpha = 2.0f, inv_beta = 0.25f;
+  float y = 0.0f;
+  kc::snake_beta(&x, &y, 1, 1, nullptr, &alpha, &inv_beta);
+  REQUIRE(std::fabs(y - (0.5 + 0.25 * std::sin(1.0) * std::sin(1.0))) < 1e-6);
+}
+
+TEST_CASE("conv1d: transposed-convolution overlap-add equals the documented sum bit for bit, every variant",
+          "[kernels][conv1d]") {
+  kernel_test::for_each_variant(check_overlap_add);
+}
