@@ -3,7 +3,7 @@
 // evidence).
 //
 //   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8]
-//                            [--first-window 2] [--window 8]
+//                            [--first-window 2] [--window 8] [--batch-variant]
 //   izwi-qwen3-tts-bench --gguf TALKER.gguf --mmproj MMPROJ.gguf [...]   (llama.cpp's pair: the peer's very file)
 //
 // For each stream count S: S speech requests added together to a
@@ -13,6 +13,9 @@
 // time), each stream's mean frames/s, and the mean and worst time to first
 // audio. llama.cpp's llama-tts prints frames/s and its real-time ratio for
 // one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
+// --batch-variant runs the executor with batch_invariant off (the
+// row-count-dependent kernels): the A/B of what the batch-invariance
+// guarantee costs.
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +50,7 @@ int main(int argc, char** argv) try {
   std::string dir, talker_gguf, mmproj_gguf;
   std::size_t threads = 2, frames = 48, first_window = 2, window = 8;
   std::vector<std::size_t> streams = {1, 4, 8};
+  bool batch_invariant = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -60,23 +64,25 @@ int main(int argc, char** argv) try {
     else if (a == "--gguf") talker_gguf = next();
     else if (a == "--mmproj") mmproj_gguf = next();
     else if (a == "--streams") streams = parse_list(next());
+    else if (a == "--batch-variant") batch_invariant = false;
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
   if ((dir.empty() == talker_gguf.empty()) || talker_gguf.empty() != mmproj_gguf.empty() || frames == 0 ||
       window == 0 || first_window == 0) {
     std::cerr << "usage: izwi-qwen3-tts-bench DIR | --gguf TALKER.gguf --mmproj MMPROJ.gguf [--threads 2] [--frames 48] "
-                 "[--streams 1,4,8] [--first-window 2] [--window 8]\n";
+                 "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant]\n";
     return 2;
   }
   const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf) : Qwen3Tts::load(dir);
   const double audio_per_frame = double(model.codec().samples_per_frame()) / model.codec().config().output_sample_rate;
-  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu\n",
-              model.description().c_str(), threads, frames, first_window, window);
+  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu, %s\n",
+              model.description().c_str(), threads, frames, first_window, window,
+              batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)");
   std::printf("%8s %12s %12s %14s %14s %14s\n", "streams", "total f/s", "audio s/s", "f/s per stream",
               "mean TTFA s", "worst TTFA s");
   for (std::size_t s : streams) {
-    Qwen3TtsCpuExecutor executor(model, {.num_threads = threads});
+    Qwen3TtsCpuExecutor executor(model, {.num_threads = threads, .batch_invariant = batch_invariant});
     PagedKVCacheConfig cache_config;
     cache_config.byte_budget = std::size_t{1} << 30;
     PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);

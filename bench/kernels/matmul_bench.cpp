@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "izwi/core/half.hpp"
@@ -61,8 +62,10 @@ WeightSet make_weight_set(DType dtype, std::size_t rows, std::size_t cols, std::
   return set;
 }
 
-// Arguments: dtype, rows (n), cols (k), m, threads.
-void BM_matmul(benchmark::State& state) {
+// Arguments: dtype, rows (n), cols (k), m, threads. `batch_invariant`:
+// kernels::cpu::matmul_group_batch_invariant instead of matmul (what
+// Qwen3-TTS's talker and code predictor run), for the A/B of its cost.
+void run_matmul(benchmark::State& state, bool batch_invariant) {
   const auto dtype = static_cast<DType>(state.range(0));
   const auto n = static_cast<std::size_t>(state.range(1));
   const auto k = static_cast<std::size_t>(state.range(2));
@@ -74,7 +77,12 @@ void BM_matmul(benchmark::State& state) {
   std::vector<float> x(m * k, 0.5f), y(m * n);
   std::size_t i = 0;
   for (auto _ : state) {
-    izwi::kernels::cpu::matmul(x.data(), m, k, set.matrices[i], y.data(), pool);
+    if (batch_invariant) {
+      const izwi::kernels::cpu::MatmulOutput out{&set.matrices[i], y.data(), n};
+      izwi::kernels::cpu::matmul_group_batch_invariant(x.data(), k, m, std::span(&out, 1), pool);
+    } else {
+      izwi::kernels::cpu::matmul(x.data(), m, k, set.matrices[i], y.data(), pool);
+    }
     benchmark::DoNotOptimize(y.data());
     i = (i + 1) % set.matrices.size();
   }
@@ -83,8 +91,11 @@ void BM_matmul(benchmark::State& state) {
   state.counters["GFLOPs"] =
       benchmark::Counter(2.0 * double(m * n * k) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(izwi::to_string(dtype)) + " " + std::to_string(n) + "x" + std::to_string(k) +
-                 " m=" + std::to_string(m) + " threads=" + std::to_string(state.range(4)));
+                 " m=" + std::to_string(m) + " threads=" + std::to_string(state.range(4)) +
+                 (batch_invariant ? " batch-invariant" : ""));
 }
+void BM_matmul(benchmark::State& state) { run_matmul(state, false); }
+void BM_matmul_batch_invariant(benchmark::State& state) { run_matmul(state, true); }
 
 void gemv_args(benchmark::internal::Benchmark* b) {
   for (int dtype : {0, 1, 2, 3})
@@ -95,6 +106,12 @@ void gemv_args(benchmark::internal::Benchmark* b) {
 void batched_decode_args(benchmark::internal::Benchmark* b) {
   for (int dtype : {1, 2, 3})
     for (int m : {2, 4, 8, 16})
+      for (int threads : {1, 2}) b->Args({dtype, 3072, 1024, m, threads});
+}
+// Qwen3-TTS prompt-sized steps (the talker's MLP up/gate shape of the 0.6B).
+void tts_prefill_args(benchmark::internal::Benchmark* b) {
+  for (int dtype : {1, 3})
+    for (int m : {32, 128})
       for (int threads : {1, 2}) b->Args({dtype, 3072, 1024, m, threads});
 }
 void gemm_args(benchmark::internal::Benchmark* b) {
@@ -112,3 +129,8 @@ void gemm_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_matmul)->Name("Gemv")->Apply(gemv_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Name("BatchedDecode")->Apply(batched_decode_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Name("Gemm")->Apply(gemm_args)->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond);
+// The batch-invariant matmul of Qwen3-TTS beside the rows above (--benchmark_filter='Gemv|BatchedDecode|TtsPrefill').
+BENCHMARK(BM_matmul)->Name("TtsPrefill")->Apply(tts_prefill_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_batch_invariant)->Name("InvariantGemv")->Apply(gemv_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_batch_invariant)->Name("InvariantBatchedDecode")->Apply(batched_decode_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_batch_invariant)->Name("InvariantTtsPrefill")->Apply(tts_prefill_args)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);

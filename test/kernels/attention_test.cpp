@@ -133,3 +133,36 @@ TEST_CASE("paged_attention: mixed decode and prefill chunks, visible windows, GQ
     check_attention(kernels, DType::f16, 3, 3, 24, 1);  // no grouping, one-token blocks
   });
 }
+
+TEST_CASE("paged_attention with split_decode off: a row's output is bit-identical however many rows of its sequence share the step",
+          "[kernels][attention]") {
+  kernel_test::for_each_variant([](const kc::KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16}) {
+      const std::size_t heads = 4, kv_heads = 2, head_dim = 64, block_size = 16, cached = 190, n = 12;
+      const std::size_t total = cached + n, row = kv_heads * head_dim, blocks = (total + block_size - 1) / block_size;
+      std::vector<std::byte> keys((blocks + 1) * block_size * row * dtype_size(dtype)), values(keys.size());
+      const KVLayerView kv{keys.data(), values.data()};
+      std::vector<BlockId> table(blocks);
+      std::iota(table.begin(), table.end(), BlockId{1});
+      std::vector<std::int64_t> slots(total);
+      for (std::size_t p = 0; p < total; ++p) slots[p] = std::int64_t(table[p / block_size]) * block_size + p % block_size;
+      const auto k = kernel_test::random_floats(total * row, 31, 1.5f), v = kernel_test::random_floats(total * row, 32);
+      kc::store_kv(k.data(), row, v.data(), row, slots, kv, kv_heads, head_dim, dtype);
+      const auto q = kernel_test::random_floats(n * heads * head_dim, 33, 1.5f);
+      kc::AttentionShape shape{heads, kv_heads, head_dim, block_size, dtype, 0.0f, 0, 0};
+      shape.split_decode = false;
+      izwi::detail::ThreadPool pool(3);
+      // All n rows as one chunk of the sequence...
+      std::vector<float> chunk(n * heads * head_dim), one(heads * head_dim);
+      const kc::AttentionSequence whole{cached, n, table, 0};
+      kernels.paged_attention(q.data(), &whole, 1, kv, shape, chunk.data(), pool);
+      // ...and each row alone (a decode step, or a one-row prompt chunk).
+      for (std::size_t t = 0; t < n; ++t) {
+        INFO(kernels.name << " cache " << to_string(dtype) << " row " << t);
+        const kc::AttentionSequence single{cached + t, 1, table, 0};
+        kernels.paged_attention(q.data() + t * heads * head_dim, &single, 1, kv, shape, one.data(), pool);
+        CHECK(std::equal(one.begin(), one.end(), chunk.begin() + static_cast<std::ptrdiff_t>(t * heads * head_dim)));
+      }
+    }
+  });
+}

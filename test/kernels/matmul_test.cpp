@@ -193,3 +193,53 @@ TEST_CASE("matmul_batch_invariant: a row's result is bit-identical in any batch,
   kernels::cpu::active_kernels().matmul_batch_invariant(x.data(), 64, 3, w.matrix, b.data(), 5, pool);
   CHECK(a == b);
 }
+
+TEST_CASE("matmul_group_batch_invariant: a row's outputs are bit-identical in any batch, and match the reference",
+          "[kernels][matmul]") {
+  izwi::detail::ThreadPool pool(3);
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0})
+      // k: a tail past the last whole vector (dense), and for Q8_0 more than one
+      // 1024-value depth block of the widened-tile path the batched GEMV takes from 12 rows.
+      for (std::size_t k : dtype == DType::q8_0 ? std::vector<std::size_t>{160, 1088} : std::vector<std::size_t>{67, 256}) {
+        const std::size_t n0 = 37, n1 = 20, ldx = k + 5;
+        const auto w0 = kernel_test::make_weights(dtype, n0, k, 21), w1 = kernel_test::make_weights(dtype, n1, k, 22);
+        const auto x = kernel_test::random_floats(41 * ldx, 23);  // row 0, then up to 40 more
+        auto run = [&](const float* rows, std::size_t m, std::vector<float>& y0, std::vector<float>& y1) {
+          y0.assign(m * n0, -1.0f), y1.assign(m * (n1 + 3), -1.0f);
+          const kernels::cpu::MatmulOutput outs[] = {{&w0.matrix, y0.data(), n0}, {&w1.matrix, y1.data(), n1 + 3}};
+          kernels.matmul_group_batch_invariant(rows, ldx, m, outs, 2, pool);
+        };
+        std::vector<float> alone0, alone1;
+        run(x.data(), 1, alone0, alone1);
+        for (std::size_t m : {2, 3, 4, 5, 11, 12, 16, 17, 40}) {
+          INFO(kernels.name << " dtype " << to_string(dtype) << " k " << k << " m " << m);
+          // Row 0 of x as row m / 2 of a batch of other rows.
+          std::vector<float> batch(x.begin() + static_cast<std::ptrdiff_t>(ldx), x.begin() + static_cast<std::ptrdiff_t>((m + 1) * ldx));
+          const std::size_t r = m / 2;
+          std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(ldx), batch.begin() + static_cast<std::ptrdiff_t>(r * ldx));
+          std::vector<float> y0, y1;
+          run(batch.data(), m, y0, y1);
+          CHECK(std::equal(alone0.begin(), alone0.end(), y0.begin() + static_cast<std::ptrdiff_t>(r * n0)));
+          CHECK(std::equal(alone1.begin(), alone1.begin() + n1, y1.begin() + static_cast<std::ptrdiff_t>(r * (n1 + 3))));
+          CHECK(y1[r * (n1 + 3) + n1] == -1.0f);  // the padding of ldy is left alone
+        }
+        for (std::size_t j = 0; j < n0; ++j) {
+          double ref = 0, mag = 0;
+          for (std::size_t l = 0; l < k; ++l) {
+            ref += double(x[l]) * double(w0.values[j * k + l]);
+            mag += std::fabs(double(x[l]) * double(w0.values[j * k + l]));
+          }
+          REQUIRE(std::fabs(double(alone0[j]) - ref) <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+        }
+      }
+  });
+  // The public entry point is the active variant's.
+  const auto w = kernel_test::make_weights(DType::f16, 5, 64, 3);
+  const auto x = kernel_test::random_floats(3 * 64, 4);
+  std::vector<float> a(3 * 5), b(3 * 5);
+  const kernels::cpu::MatmulOutput out_a{&w.matrix, a.data(), 5}, out_b{&w.matrix, b.data(), 5};
+  kernels::cpu::matmul_group_batch_invariant(x.data(), 64, 3, std::span(&out_a, 1), pool);
+  kernels::cpu::active_kernels().matmul_group_batch_invariant(x.data(), 64, 3, &out_b, 1, pool);
+  CHECK(a == b);
+}

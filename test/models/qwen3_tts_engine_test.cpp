@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -36,8 +38,8 @@ struct EngineOptions {
 };
 
 template <class E = TtsEngine>
-std::unique_ptr<E> make_engine(EngineOptions options = {}) {
-  Qwen3TtsCpuExecutor executor(model(), {.num_threads = 2});
+std::unique_ptr<E> make_engine(EngineOptions options = {}, Qwen3TtsCpuExecutorConfig config = {.num_threads = 2}) {
+  Qwen3TtsCpuExecutor executor(model(), config);
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = std::size_t{64} << 20;
   cache_config.num_blocks = options.num_blocks;
@@ -281,4 +283,161 @@ TEST_CASE("Qwen3-TTS requests: bad input is refused naming the field", "[qwen3_t
   CHECK(good_finish.has_value());
   CHECK(good_finish != FinishReason::error);
   check_nothing_held(*engine);
+}
+
+// ---------------------------------------------------------------------------
+// Batch invariance (issue 13: "the same seed gives bit-identical audio
+// whatever else is batched"). A sampled code hides last-bit differences (a
+// draw flips only at a near-tie), so these compare what the codes are drawn
+// from bit for bit: the talker's raw logprob of every frame's first code and
+// the code predictor's logits of every codebook.
+
+namespace {
+
+/// A request whose talker logits are observed: its logprobs are asked for.
+template <class E>
+RequestId add_observed(E& engine, const Qwen3TtsRequest& r) {
+  Request request = make_qwen3_tts_request(model(), r);
+  request.sampling.logprobs = 0;
+  return engine.add_request(std::move(request));
+}
+
+struct Observed {
+  Heard heard;
+  std::vector<std::uint32_t> logprob_bits;  ///< the talker's logprob of each first code, bit for bit
+};
+
+/// Runs `requests`, request i added before step arrivals[i] (0: at once),
+/// and returns what each one produced.
+template <class E>
+std::vector<Observed> run_arriving(E& engine, const std::vector<Qwen3TtsRequest>& requests,
+                                   const std::vector<std::size_t>& arrivals) {
+  std::vector<RequestId> ids(requests.size(), RequestId(-1));
+  std::vector<Observed> seen(requests.size());
+  for (std::size_t step = 0;; ++step) {
+    bool pending = false;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (arrivals[i] == step) ids[i] = add_observed(engine, requests[i]);
+      pending = pending || arrivals[i] > step;
+    }
+    if (!pending && !engine.has_unfinished_requests()) break;
+    for (const StreamChunk& chunk : engine.step()) {
+      Observed& o = seen[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), chunk.id) - ids.begin())];
+      o.heard.tokens.insert(o.heard.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      for (const TokenLogprobs& l : chunk.logprobs) o.logprob_bits.push_back(std::bit_cast<std::uint32_t>(l.logprob));
+      o.heard.audio.insert(o.heard.audio.end(), chunk.audio.begin(), chunk.audio.end());
+      if (chunk.finish_reason) o.heard.finish = chunk.finish_reason;
+      o.heard.error += chunk.error;
+    }
+  }
+  return seen;
+}
+
+/// Seven requests unlike the probe and unlike each other: other texts, speakers, languages, modes, lengths.
+std::vector<Qwen3TtsRequest> other_requests() {
+  std::vector<Qwen3TtsRequest> v = {
+      request({100, 200, 300, 400, 500, 600, 700, 800, 900}, "auto", "", seeded(31), 17),
+      request({42}, "chinese", "eric", seeded(32), 9),
+      request({31, 32, 33, 34, 35}, "english", "", seeded(33), 21),
+      request({9707, 1879}, "auto", "ryan", Qwen3TtsSampling::greedy(), 5),
+      request({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, "english", "eric", seeded(35), 12),
+      request({77, 78}, "auto", "", seeded(36), 30),
+      request({1000, 2000, 3000}, "chinese", "", seeded(37), 14)};
+  v[2].text_mode = Qwen3TtsTextMode::streaming;
+  v[5].instruction_tokens = {100, 200, 300};
+  for (Qwen3TtsRequest& r : v) r.sampling.min_frames = r.sampling.max_frames;  // long enough to overlap the probe
+  return v;
+}
+
+void check_bit_identical(const Observed& alone, const Observed& batched) {
+  CHECK(batched.heard.error.empty());
+  CHECK(batched.heard.tokens == alone.heard.tokens);
+  CHECK(batched.logprob_bits == alone.logprob_bits);
+  REQUIRE(batched.heard.audio.size() == alone.heard.audio.size());
+  CHECK(std::memcmp(batched.heard.audio.data(), alone.heard.audio.data(), alone.heard.audio.size() * sizeof(float)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("Qwen3TtsCpuExecutor: a seeded request is bit-identical alone and batched with 1, 3 or 7 others",
+          "[qwen3_tts][engine][properties]") {
+  // Upstream's sampling (temperature 0.9, top-k 50, repetition penalty 1.05), 40 frames.
+  for (const std::uint64_t seed : {21u, 22u}) {
+    Qwen3TtsRequest probe = request({9707, 11, 1879, 374, 264, 1273}, "english", "ryan", seeded(seed), 40);
+    probe.sampling.min_frames = 40;
+    const std::vector<Qwen3TtsRequest> others = other_requests();
+    auto alone_engine = make_engine();
+    const Observed alone = run_arriving(*alone_engine, {probe}, {0})[0];
+    REQUIRE(alone.heard.tokens.size() == 40);
+    REQUIRE(alone.logprob_bits.size() == 40);
+    REQUIRE(alone.heard.audio.size() == 40 * 1920);
+    {
+      INFO("seed " << seed << ", alone on 1 thread and on 3");
+      for (const std::size_t threads : {1u, 3u}) {
+        auto engine = make_engine({}, {.num_threads = threads});
+        check_bit_identical(alone, run_arriving(*engine, {probe}, {0})[0]);
+      }
+    }
+    for (const std::size_t n : {1u, 3u, 7u})
+      for (const bool staggered : {false, true})
+        for (const std::size_t budget : {std::size_t{8192}, std::size_t{7}}) {
+          INFO("seed " << seed << ", " << n << " others, " << (staggered ? "staggered" : "arriving together")
+                       << ", token budget " << budget);
+          std::vector<Qwen3TtsRequest> batch(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(n));
+          std::vector<std::size_t> arrivals(n, 0);
+          if (staggered)
+            for (std::size_t i = 0; i < n; ++i) arrivals[i] = 3 * i;  // joining while the probe prefills and decodes
+          // The probe in the middle of the batch: rows before and after it.
+          batch.insert(batch.begin() + static_cast<std::ptrdiff_t>(n / 2), probe);
+          arrivals.insert(arrivals.begin() + static_cast<std::ptrdiff_t>(n / 2), staggered ? 1 : 0);
+          auto engine = make_engine({.token_budget = budget, .num_blocks = std::nullopt});
+          const std::vector<Observed> seen = run_arriving(*engine, batch, arrivals);
+          check_bit_identical(alone, seen[n / 2]);
+          check_nothing_held(*engine);
+        }
+  }
+}
+
+TEST_CASE("Qwen3TtsCompute: the code predictor's logits of a frame are bit-identical whatever frames share its passes",
+          "[qwen3_tts][engine][properties]") {
+  const Qwen3TtsConfig& c = model().config();
+  const std::size_t h = c.talker.hidden_size, vocab = c.predictor.vocab_size, groups = c.num_code_groups;
+  detail::ThreadPool pool(2);
+  detail::Qwen3TtsCompute compute(model(), pool);
+  SamplingParams sampling;
+  sampling.temperature = 0.9f, sampling.top_k = 50;
+  // Hidden states of 24 frames (deterministic, talker-sized values).
+  std::vector<float> hidden(24 * h);
+  for (std::size_t i = 0; i < hidden.size(); ++i) hidden[i] = std::sin(0.37f * static_cast<float>(i)) * 2.0f;
+  struct Run {
+    std::vector<std::int32_t> frames;
+    std::vector<float> logits;
+  };
+  // Frames [first, first + n); the probe is frame 5, seed 99.
+  auto run = [&](std::size_t first, std::size_t n) {
+    std::vector<std::int32_t> frames(n * groups, 0);
+    std::vector<float> logits(n * (groups - 1) * vocab);
+    std::vector<SequenceRng> rngs;
+    for (std::size_t i = 0; i < n; ++i) rngs.emplace_back(first + i == 5 ? 99 : 1000 + first + i);
+    std::vector<detail::Qwen3TtsFrameJob> jobs;
+    for (std::size_t i = 0; i < n; ++i) {
+      frames[i * groups] = static_cast<std::int32_t>((first + i) * 37 % 2048);
+      jobs.push_back({hidden.data() + (first + i) * h, frames.data() + i * groups, &sampling, &rngs[i],
+                      logits.data() + i * (groups - 1) * vocab});
+    }
+    compute.predict(jobs);
+    const std::size_t at = 5 - first;
+    return Run{{frames.begin() + static_cast<std::ptrdiff_t>(at * groups),
+                frames.begin() + static_cast<std::ptrdiff_t>((at + 1) * groups)},
+               {logits.begin() + static_cast<std::ptrdiff_t>(at * (groups - 1) * vocab),
+                logits.begin() + static_cast<std::ptrdiff_t>((at + 1) * (groups - 1) * vocab)}};
+  };
+  const Run alone = run(5, 1);
+  // 2 to 20 frames: every matmul path of the old kernels (1 row, 2..16 rows, 17 and more).
+  for (const auto& [first, n] : {std::pair<std::size_t, std::size_t>{4, 2}, {3, 4}, {0, 8}, {1, 9}, {2, 13}, {0, 20}}) {
+    INFO(n << " frames in each pass");
+    const Run batched = run(first, n);
+    CHECK(batched.frames == alone.frames);
+    CHECK(std::memcmp(batched.logits.data(), alone.logits.data(), alone.logits.size() * sizeof(float)) == 0);
+  }
 }

@@ -28,8 +28,29 @@
 // The executor keeps, per request, the frames' codes (a recomputation after
 // preemption rebuilds the talker's rows from them), the codec decoder's
 // carried state and the streaming-text rows; release() drops them when the
-// request ends. A request's draws all come from its own generator, so its
-// codes do not depend on what else is batched, and a seed reproduces them.
+// request ends. A request's draws all come from its own generator. A request
+// that asks for logprobs gets the talker's raw logprobs of each frame's first
+// code (and its top ones).
+//
+// Batch invariance (issue 13: "the same seed gives bit-identical audio
+// whatever else is batched"): drawing from the same generator is not enough,
+// the logits drawn from must be the same bits too, and the fastest kernels
+// round differently by row count (GEMV for one row, register blocks for
+// 2..16, GEMM beyond; decode attention split over the context). So the
+// talker, its text projection and the code predictor run through
+// CpuOps::set_batch_invariant (kernels::cpu::matmul_group_batch_invariant,
+// attention with split_decode off): each row's bits depend only on its own
+// inputs and its sequence's K/V — not on the other requests of the step,
+// their number, the order of sequences, how the token budget cuts a prompt
+// into chunks, or a recomputation after preemption. The codec decoder is
+// batch-invariant by its own matmuls. Decode steps (up to 16 rows a matmul)
+// keep the register-blocked GEMV, a single row included; steps of more rows
+// (prompts) give up the GEMM (docs/tts.md, "Batch invariance"). No kernel on these paths
+// splits one sum across threads, so the thread count does not change the
+// bits either. Tested bit for bit by qwen3_tts_engine_test ("a seeded
+// request is bit-identical alone and batched with 1, 3 or 7 others", and the
+// code predictor's logits). Qwen3TtsCpuExecutorConfig::batch_invariant turns
+// it off, to measure its cost.
 //
 // Satisfies ExecutorFor<Qwen3TtsCpuExecutor, K> for caches in host or unified
 // memory, with the optional abilities eos_token_ids (codec EOS),
@@ -58,6 +79,14 @@ namespace izwi {
 struct Qwen3TtsCpuExecutorConfig {
   /// Worker threads, the caller included; 0 uses every hardware thread.
   std::size_t num_threads = 0;
+  /// On (the default, what the stock engines run): every row of the talker
+  /// and the code predictor is computed the same way whatever shares its
+  /// step, so a seeded request's codes and audio are bit-identical however
+  /// it is batched (see the class comment). Off: the row-count-dependent
+  /// fastest kernels (the GEMM for prefill, decode attention split over the
+  /// context), a request's last bits then depend on the batch; for measuring
+  /// what the guarantee costs (izwi-qwen3-tts-bench --batch-variant).
+  bool batch_invariant = true;
 };
 
 class Qwen3TtsCpuExecutor {
@@ -106,6 +135,8 @@ class Qwen3TtsCpuExecutor {
     TokenId token = -1;
     bool ends = false;  ///< EOS, max_tokens or the context limit: decode every frame left
     std::size_t frame_row = 0;
+    float logprob = 0.0f;  ///< of `token` under the talker's raw logits, when the request asked for logprobs
+    std::size_t top_begin = 0, top_count = 0;  ///< its top logprobs in StepResult::top_logprobs
   };
 
   Stream& stream_for(const ScheduledSequence& seq);

@@ -40,6 +40,15 @@ class CpuOps {
 
   explicit CpuOps(ThreadPool& pool) : pool_(&pool) {}
 
+  /// On: every matmul, matmuls and attention computes each row the same way
+  /// whatever the other rows of the step and however many rows its sequence
+  /// has in it (kernels::cpu::matmul_group_batch_invariant, attention with
+  /// split_decode off), so a row's bits depend on its own inputs only. Off
+  /// (the default): the fastest kernel for each row count, whose last bits
+  /// depend on the batch.
+  void set_batch_invariant(bool on) noexcept { batch_invariant_ = on; }
+  bool batch_invariant() const noexcept { return batch_invariant_; }
+
   float* buffer(std::size_t slot, std::size_t floats) {
     if (buffers_.size() <= slot) buffers_.resize(slot + 1);
     if (buffers_[slot].size() < floats) buffers_[slot].resize(floats);
@@ -58,6 +67,11 @@ class CpuOps {
   }
 
   void matmul(const float* x, std::size_t m, const kernels::cpu::WeightMatrix& w, float* y) {
+    if (batch_invariant_) {
+      const kernels::cpu::MatmulOutput out{&w, y, w.rows};
+      kernels::cpu::matmul_group_batch_invariant(x, w.cols, m, std::span(&out, 1), *pool_);
+      return;
+    }
     kernels::cpu::matmul(x, m, w.cols, w, y, *pool_);
   }
 
@@ -73,7 +87,10 @@ class CpuOps {
     kernels::cpu::MatmulOutput outputs[kernels::cpu::matmul_group_max];
     std::size_t count = 0;
     for (const MatmulTarget& target : targets) outputs[count++] = {target.weight, target.y, target.weight->rows};
-    kernels::cpu::matmul_group(x, targets.begin()->weight->cols, m, std::span(outputs, count), *pool_);
+    if (batch_invariant_)
+      kernels::cpu::matmul_group_batch_invariant(x, targets.begin()->weight->cols, m, std::span(outputs, count), *pool_);
+    else
+      kernels::cpu::matmul_group(x, targets.begin()->weight->cols, m, std::span(outputs, count), *pool_);
   }
 
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out) {
@@ -116,6 +133,7 @@ class CpuOps {
     shape.head_dim = head_dim;
     shape.block_size = block_size;
     shape.cache_dtype = dtype;
+    shape.split_decode = !batch_invariant_;
     kernels::cpu::paged_attention(q, sequences, view, shape, out, *pool_);
   }
 
@@ -158,6 +176,7 @@ class CpuOps {
 
  private:
   ThreadPool* pool_;
+  bool batch_invariant_ = false;
   std::vector<std::vector<float>> buffers_;
   std::unique_ptr<kernels::cpu::RotaryTable> rotary_;
   std::size_t rotary_head_dim_ = 0;

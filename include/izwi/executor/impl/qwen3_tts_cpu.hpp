@@ -12,7 +12,7 @@ namespace izwi {
 inline Qwen3TtsCpuExecutor::Qwen3TtsCpuExecutor(Qwen3Tts model, Qwen3TtsCpuExecutorConfig config)
     : model_(std::make_unique<const Qwen3Tts>(std::move(model))),
       pool_(std::make_unique<detail::ThreadPool>(config.num_threads)),
-      compute_(*model_, *pool_),
+      compute_(*model_, *pool_, config.batch_invariant),
       eos_(model_->config().codec_eos_id) {}
 
 inline KVCacheShape Qwen3TtsCpuExecutor::kv_cache_shape() const {
@@ -142,13 +142,15 @@ inline void Qwen3TtsCpuExecutor::sample_first_codes(const StepPlan& plan, StepRe
       continue;
     }
     const std::span<float> logits(logits_.data() + logit_row * vocab, vocab);
+    const std::size_t top_begin = result.top_logprobs.size();
     const SampledToken t = detail::Qwen3TtsCompute::sample_first_code(c, logits, seq.output_tokens(), *seq.sampling,
-                                                                      *seq.rng, sampler_);
+                                                                      *seq.rng, sampler_, &result.top_logprobs);
     if (!t.ok()) {
       result.failures.push_back({seq.id, "Qwen3-TTS talker: " + std::string(describe(t.error))});
       continue;
     }
-    Spoken s{&seq, &stream, t.token, t.token == eos_, 0};
+    Spoken s{&seq, &stream, t.token, t.token == eos_, 0, t.logprob, top_begin,
+             result.top_logprobs.size() - top_begin};
     if (!s.ends) {
       const std::size_t limit = seq.sampling->max_tokens.value_or(0);
       const std::size_t context = max_model_len();
@@ -190,6 +192,9 @@ inline void Qwen3TtsCpuExecutor::decode_audio(StepResult& result) {
     SequenceOutput out;
     out.id = spoken_[i].seq->id;
     out.token = spoken_[i].token;
+    out.logprob = spoken_[i].logprob;
+    out.top_logprobs_begin = static_cast<std::uint32_t>(spoken_[i].top_begin);
+    out.top_logprobs_count = static_cast<std::uint32_t>(spoken_[i].top_count);
     if (window_of_[i] != static_cast<std::size_t>(-1)) {
       out.audio_begin = static_cast<std::uint32_t>(result.audio.size());
       out.audio_count = static_cast<std::uint32_t>(pcm_[i].size());

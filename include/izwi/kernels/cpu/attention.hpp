@@ -74,6 +74,14 @@ struct AttentionShape {
   /// Row strides in floats of q and out; 0 means dense (num_heads * head_dim).
   std::size_t q_ld = 0;
   std::size_t out_ld = 0;
+  /// A sequence with one query row (decode) is split over its context in
+  /// chunks on several threads and the chunks merged, which rounds otherwise
+  /// than the multi-row path (one pass over the keys per row). false runs
+  /// one-row sequences through the multi-row path too, so a row's output
+  /// does not depend on how many rows of its sequence share the step (a
+  /// prompt cut into chunks, a recomputation after preemption); decode is
+  /// then split over kv heads only.
+  bool split_decode = true;
 };
 
 /// out[row][h][:] = softmax(q[row][h] · Kᵀ * scale) · V over each query row's

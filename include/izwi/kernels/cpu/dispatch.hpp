@@ -64,6 +64,8 @@ struct KernelTable {
                        std::size_t count, izwi::detail::ThreadPool& pool) noexcept;
   void (*matmul_batch_invariant)(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y,
                                  std::size_t ldy, izwi::detail::ThreadPool& pool) noexcept;
+  void (*matmul_group_batch_invariant)(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outputs,
+                                       std::size_t count, izwi::detail::ThreadPool& pool) noexcept;
   void (*dequantize_row)(const WeightMatrix& w, std::size_t row, float* out) noexcept;
   void (*rms_norm)(const float* x, std::size_t ldx, std::size_t rows, std::size_t n, const float* weight, float eps,
                    float* y, std::size_t ldy) noexcept;

@@ -108,6 +108,18 @@ inline constexpr std::size_t matmul_group_max = 4;
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::span<const MatmulOutput> outputs,
                          ThreadPool& pool) noexcept;
 
+/// matmul_group() whose every row of every output is bit-identical whatever
+/// the other rows of x and whatever m, like matmul_batch_invariant() but in
+/// another order: each element's k-sum in vector-wide partial sums as the
+/// batched GEMV keeps them (the register-blocked GEMV for every m, 1
+/// included), so decode-sized m costs what matmul() costs; more than
+/// gemv_max_rows rows give up matmul()'s GEMM (prefill is slower). For
+/// decoders whose sampled output must not depend on the batch (Qwen3-TTS's
+/// talker and code predictor). Its results differ in the last bits from
+/// matmul_batch_invariant()'s and, for m > 1, from matmul()'s.
+inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::size_t m,
+                                         std::span<const MatmulOutput> outputs, ThreadPool& pool) noexcept;
+
 /// Row `row` of w widened to w.cols floats (embedding lookup, tests).
 inline void dequantize_row(const WeightMatrix& w, std::size_t row, float* out) noexcept;
 

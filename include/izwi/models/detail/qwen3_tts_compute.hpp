@@ -42,13 +42,20 @@ struct Qwen3TtsFrameJob {
   std::int32_t* frame = nullptr;  ///< [num_code_groups]
   const SamplingParams* sampling = nullptr;
   SequenceRng* rng = nullptr;
+  /// Where set, each codebook's logits as the predictor computed them (before
+  /// sampling), [G-1][predictor vocab]: what the batch-invariance tests
+  /// compare bit for bit, since a sampled code hides a last-bit difference.
+  float* logits = nullptr;
 };
 
 /// Defined after Qwen3Tts (models/impl/qwen3_tts_compute.hpp); holds a
 /// pointer to the model, which must stay put while this lives.
 class Qwen3TtsCompute {
  public:
-  Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool);
+  /// `batch_invariant`: every row computed the same way whatever shares its
+  /// step (CpuOps::set_batch_invariant), so a request's logits, hence its
+  /// seeded draws, do not depend on the batch; off only to measure its cost.
+  Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool, bool batch_invariant = true);
 
   const Qwen3Tts& model() const noexcept { return *model_; }
   CpuOps& ops() noexcept { return ops_; }
@@ -81,11 +88,12 @@ class Qwen3TtsCompute {
   /// penalty over `previous`, EOS masked until p.min_tokens frames exist).
   static SampledToken sample_first_code(const Qwen3TtsConfig& c, std::span<float> logits,
                                         std::span<const TokenId> previous, const SamplingParams& p,
-                                        SequenceRng& rng, Sampler& sampler) {
+                                        SequenceRng& rng, Sampler& sampler,
+                                        std::vector<TokenLogprob>* top_logprobs = nullptr) {
     for (std::size_t id = c.first_control_id(); id < logits.size(); ++id)
       if (static_cast<TokenId>(id) != c.codec_eos_id) logits[id] = -std::numeric_limits<float>::infinity();
     const TokenId eos[] = {c.codec_eos_id};
-    return sampler.sample(logits, {&p, {}, previous, eos, &rng});
+    return sampler.sample(logits, {&p, {}, previous, eos, &rng}, top_logprobs);
   }
 
  private:

@@ -5,8 +5,13 @@
 
 namespace izwi::detail {
 
-inline Qwen3TtsCompute::Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool)
+inline Qwen3TtsCompute::Qwen3TtsCompute(const Qwen3Tts& model, ThreadPool& pool, bool batch_invariant)
     : model_(&model), ops_(pool), predictor_ops_(pool) {
+  // A seeded request's codes must not depend on what else is batched (issue
+  // 13): every row of the talker, the text projection and the predictor is
+  // computed the same way whatever shares its step.
+  ops_.set_batch_invariant(batch_invariant);
+  predictor_ops_.set_batch_invariant(batch_invariant);
   const TokenId pad = model.config().tts_pad_id;
   pad_row_.resize(model.config().talker.hidden_size);
   text_rows(std::span(&pad, 1), pad_row_.data());
@@ -140,6 +145,7 @@ inline void Qwen3TtsCompute::predict(std::span<const Qwen3TtsFrameJob> jobs) {
     predictor_ops_.matmul(last, n, w.heads[g], logits_.data());
     for (std::size_t i = 0; i < n; ++i) {
       const std::span<float> row(logits_.data() + i * c.predictor.vocab_size, c.predictor.vocab_size);
+      if (jobs[i].logits) std::copy(row.begin(), row.end(), jobs[i].logits + g * row.size());
       const SampledToken t = sampler_.sample(row, {jobs[i].sampling, {}, {}, {}, jobs[i].rng});
       if (!t.ok()) throw error("Qwen3-TTS code predictor: " + std::string(describe(t.error)));
       jobs[i].frame[g + 1] = t.token;

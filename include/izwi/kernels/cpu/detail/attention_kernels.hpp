@@ -267,9 +267,11 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
   const std::size_t out_ld = shape.out_ld ? shape.out_ld : shape.num_heads * shape.head_dim;
   const std::size_t D = shape.head_dim, H = shape.num_heads;
   // Decoding sequences (one query token) are split over their context, all
-  // heads per task; the others over (kv head, block of query tokens).
+  // heads per task (unless shape.split_decode is off); the others over (kv
+  // head, block of query tokens).
+  const auto split = [&](const AttentionSequence& seq) { return shape.split_decode && seq.num_tokens == 1; };
   const auto tasks_of = [&](const AttentionSequence& seq) -> std::size_t {
-    if (seq.num_tokens == 1) {
+    if (split(seq)) {
       const std::size_t context = decode_context(seq);
       const std::size_t chunk = decode_chunk_positions(context, pool.size());
       return std::max<std::size_t>(1, (context + chunk - 1) / chunk);
@@ -280,7 +282,7 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
   bool any_decode = false;
   for (const auto& seq : seqs) {
     total += tasks_of(seq);
-    any_decode = any_decode || seq.num_tokens == 1;
+    any_decode = any_decode || split(seq);
   }
   // Shared scratch: the task table, then (if decoding) one partial result per task and head.
   const std::size_t table_bytes = ((seqs.size() + 1) * sizeof(std::size_t) + 63) / 64 * 64;
@@ -298,7 +300,7 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
     const std::size_t local = t - first_task[s];
     auto* scratch = static_cast<float*>(pool.scratch(worker, scratch_floats * sizeof(float)));
     const AttentionSequence& seq = seqs[s];
-    if (seq.num_tokens == 1) {
+    if (split(seq)) {
       const std::size_t context = decode_context(seq);
       const std::size_t chunk = decode_chunk_positions(context, pool.size());
       const std::size_t p0 = seq.first_visible + std::min(context, local * chunk);
@@ -314,7 +316,7 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
   // Merge each decoding sequence's chunks: rescale every chunk to the global
   // maximum, add, normalise.
   for (std::size_t s = 0; s < seqs.size(); ++s) {
-    if (seqs[s].num_tokens != 1) continue;
+    if (!split(seqs[s])) continue;
     const std::size_t c0 = first_task[s], c1 = first_task[s + 1];
     for (std::size_t h = 0; h < H; ++h) {
       float global_max = -std::numeric_limits<float>::infinity();

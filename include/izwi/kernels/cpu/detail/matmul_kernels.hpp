@@ -447,9 +447,14 @@ inline void q8_0_tile_columns(const float* x, std::size_t ldx, std::size_t m, co
   }
 }
 
+/// `widened_q8_0_tiles`: Q8_0 from tile_min_rows rows on may take the
+/// widened-tile path. Off (matmul_group_batch_invariant), it is taken only
+/// when k fits one depth block: its per-block partial sums then are the
+/// register blocks' sums (the same products q * d, the same FMA order), and
+/// with more blocks they are not.
 template <class Arch>
 inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
-                         ThreadPool& pool) noexcept {
+                         ThreadPool& pool, bool widened_q8_0_tiles = true) noexcept {
   using B = BatchedShape<Arch>;
   const std::size_t k = outs[0].weight->cols;
   if (reinterpret_cast<std::uintptr_t>(x) % 64 != 0 || ldx % 16 != 0) {
@@ -468,7 +473,7 @@ inline void gemv_batched(const float* x, std::size_t ldx, std::size_t m, const M
     const WeightMatrix& w = *out->weight;
     float* y = out->y;
     const std::size_t ldy = out->ldy;
-    if (w.dtype == DType::q8_0 && m >= B::tile_min_rows) {
+    if ((widened_q8_0_tiles || w.cols <= B::depth) && w.dtype == DType::q8_0 && m >= B::tile_min_rows) {
       auto* buf = static_cast<float*>(pool.scratch(worker, B::cols * B::depth * sizeof(float)));
       q8_0_tile_columns<Arch>(x, ldx, m, w, n0, n1, y, ldy, buf);
       return;
@@ -630,6 +635,24 @@ inline void matmul_batch_invariant(const float* x, std::size_t ldx, std::size_t 
   if (m == 0) return;
   const MatmulOutput out{&w, y, ldy};
   gemm<Arch>(x, ldx, m, &out, 1, pool);
+}
+
+// ------------------------------------------- batch-invariant matmul_group ----
+//
+// The batched GEMV's register blocks for every m, 1 included: each output
+// element is one vector of partial sums accumulated over k in the same
+// order whatever R (the rows of its block), reduced by sum_each, whose adds
+// for one vector do not depend on what the other vectors hold, then the
+// tail past the last whole vector added the same way. So a row's outputs are
+// the same bits whatever the other rows and m; the Q8_0 widened tiles, which
+// add per depth block, are taken only when k is one depth block. Qwen3-TTS's talker and code predictor
+// use it: batch-sized m (decode) runs as fast as matmul()'s batched GEMV;
+// prefill-sized m gives up the GEMM.
+template <class Arch>
+inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
+                                         std::size_t count, ThreadPool& pool) noexcept {
+  if (m == 0 || count == 0) return;
+  gemv_batched<Arch>(x, ldx, m, outs, count, pool, false);
 }
 
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -35,6 +35,7 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .matmul = &matmul<Arch>,
       .matmul_group = &matmul_group<Arch>,
       .matmul_batch_invariant = &matmul_batch_invariant<Arch>,
+      .matmul_group_batch_invariant = &matmul_group_batch_invariant<Arch>,
       .dequantize_row = &dequantize_row_entry<Arch>,
       .rms_norm = &rms_norm<Arch>,
       .rms_norm_heads = &rms_norm_heads<Arch>,

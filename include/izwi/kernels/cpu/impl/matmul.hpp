@@ -39,6 +39,15 @@ inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::sp
   active_kernels().matmul_group(x, ldx, m, outputs.data(), outputs.size(), pool);
 }
 
+inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::size_t m,
+                                         std::span<const MatmulOutput> outputs, ThreadPool& pool) noexcept {
+  assert(outputs.size() <= matmul_group_max);
+  for ([[maybe_unused]] const MatmulOutput& out : outputs)
+    assert(out.weight->cols == outputs[0].weight->cols && ldx >= out.weight->cols && out.ldy >= out.weight->rows &&
+           (out.weight->dtype != DType::q8_0 || out.weight->cols % q8_0_block_values == 0));
+  active_kernels().matmul_group_batch_invariant(x, ldx, m, outputs.data(), outputs.size(), pool);
+}
+
 inline void dequantize_row(const WeightMatrix& w, std::size_t row, float* out) noexcept {
   active_kernels().dequantize_row(w, row, out);
 }
