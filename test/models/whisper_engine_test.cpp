@@ -24,6 +24,7 @@
 #include "izwi/models/whisper_runner.hpp"
 #include "izwi/scheduler/fcfs.hpp"
 #include "izwi/server/detail/whisper_jobs.hpp"
+#include "izwi/stock_engines.hpp"  // WhisperCpuEngine: instantiated once, in izwi::compiled
 #include "izwi/tokenizer/detail/utf8.hpp"
 #include "models/random_whisper.hpp"
 

@@ -55,6 +55,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "izwi/config.hpp"
 #include "izwi/server/api_error.hpp"
 #include "izwi/server/embedded_file.hpp"
 #include "izwi/server/http/auth.hpp"
@@ -302,4 +303,9 @@ class Server final : private http::SessionHost {
 
 }  // namespace izwi::server
 
+// Header-only, the bodies come here; under IZWI_SEPARATE_COMPILATION
+// (izwi/config.hpp) they are compiled once, in izwi::server_http_compiled
+// (cmake/izwiCompiled.cmake) or <izwi/server/src.hpp>.
+#if !defined(IZWI_SEPARATE_COMPILATION)
 #include "izwi/server/impl/server.hpp"
+#endif

@@ -2,6 +2,8 @@
 // Model administration (/v1/admin/models...: list, get, load, unload), behind
 // the admin key. Part of the Server bodies; included by impl/server.hpp.
 
+#include "izwi/server/impl/server_common.hpp"
+
 namespace izwi::server {
 
 namespace detail {
@@ -66,14 +68,14 @@ inline boost::json::object entry_json(const ModelEntry& entry) {
 
 }  // namespace detail
 
-inline void Server::admin_list(HandlerContext& ctx) {
+IZWI_DECL void Server::admin_list(HandlerContext& ctx) {
   boost::json::array data;
   for (const ModelEntry& entry : registry_.entries()) data.push_back(detail::entry_json(entry));
   ctx.session->respond(detail::json_response(200, boost::json::object{{"object", "list"}, {"data", std::move(data)}},
                                              ctx.request.version()));
 }
 
-inline void Server::admin_get(HandlerContext& ctx) {
+IZWI_DECL void Server::admin_get(HandlerContext& ctx) {
   const std::string& id = ctx.match.param("id");
   std::optional<ModelEntry> entry = registry_.entry(id);
   if (!entry)
@@ -82,14 +84,14 @@ inline void Server::admin_get(HandlerContext& ctx) {
   ctx.session->respond(detail::json_response(200, detail::entry_json(*entry), ctx.request.version()));
 }
 
-inline void Server::admin_load(HandlerContext& ctx) {
+IZWI_DECL void Server::admin_load(HandlerContext& ctx) {
   if (draining()) throw ApiError::unavailable("The server is shutting down.");
   const std::string& id = ctx.match.param("id");
   ctx.session->attach(std::make_shared<detail::DetachedOperation>());
   registry_.load(id, detail::answer_on_strand(ctx.session, id, "loaded"));
 }
 
-inline void Server::admin_unload(HandlerContext& ctx) {
+IZWI_DECL void Server::admin_unload(HandlerContext& ctx) {
   const std::string& id = ctx.match.param("id");
   ctx.session->attach(std::make_shared<detail::DetachedOperation>());
   registry_.unload(id, config_.unload_grace, detail::answer_on_strand(ctx.session, id, "unloaded"));

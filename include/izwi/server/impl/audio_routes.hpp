@@ -11,6 +11,8 @@
 // loaded it answers which model is missing (audio_unavailable).
 // Part of the Server bodies; included by impl/server.hpp.
 
+#include "izwi/server/impl/server_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,7 +27,7 @@
 
 namespace izwi::server {
 
-inline void Server::audio_unavailable(HandlerContext& ctx, Task task) {
+IZWI_DECL void Server::audio_unavailable(HandlerContext& ctx, Task task) {
   // The model a JSON body names (speech); multipart bodies are not looked into here.
   std::string name;
   if (task == Task::tts) {
@@ -343,7 +345,7 @@ inline void check_language_for_model(const Whisper& model, const std::string& la
 
 }  // namespace detail
 
-inline detail::PreparedTranscription Server::prepare_transcription(const std::string& content_type,
+IZWI_DECL detail::PreparedTranscription Server::prepare_transcription(const std::string& content_type,
                                                                    const std::string& body, Task task) {
   const bool translation = task == Task::translation;
   const multipart::FormData form = multipart::parse_form_data(content_type, body);
@@ -404,7 +406,7 @@ inline detail::PreparedTranscription Server::prepare_transcription(const std::st
   return out;
 }
 
-inline void Server::transcribe(HandlerContext& ctx, Task task) {
+IZWI_DECL void Server::transcribe(HandlerContext& ctx, Task task) {
   // Parsing the form, decoding the audio and running the VAD take
   // milliseconds to seconds: on the preparation threads, as chat prompts.
   // No model serves the task at all: say so before looking into the upload.

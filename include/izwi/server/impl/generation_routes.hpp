@@ -4,6 +4,8 @@
 // GenerationJob that carries an engine stream to the connection, whole or as
 // SSE. Part of the Server bodies; included by impl/server.hpp.
 
+#include "izwi/server/impl/server_common.hpp"
+
 namespace izwi::server {
 
 namespace detail {
@@ -285,53 +287,9 @@ struct PreparedGeneration {
   std::size_t prompt_tokens = 0;
 };
 
-inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool server_draining) {
-  try {
-    return engine.submit(std::move(request));
-  } catch (const izwi::unavailable& error) {
-    if (server_draining || engine.status().draining)
-      throw ApiError::unavailable("The model is shutting down; try again later.");
-    throw ApiError::too_many_requests(std::string("Too many requests: ") + error.what(), 1);
-  }
-}
-
 }  // namespace detail
 
-template <class Prepare, class Start>
-void Server::prepare_then_start(HandlerContext& ctx, std::string_view waiting_for, Prepare prepare, Start start) {
-  using Prepared = std::invoke_result_t<Prepare&>;
-  std::shared_ptr<http::Session> session = ctx.session;
-  const unsigned version = ctx.request.version();
-  if (config_.max_queued_preparations != 0 && preparing_.load() >= config_.max_queued_preparations)
-    throw ApiError::too_many_requests("Too many requests: " + std::to_string(preparing_.load()) + " are waiting " +
-                                      std::string(waiting_for) + " (--max-queue " +
-                                      std::to_string(config_.max_queued_preparations) + ")");
-  ++preparing_;
-  boost::asio::post(prep_pool_, [this, session, version, prepare = std::move(prepare),
-                                 start = std::move(start)]() mutable {
-    std::optional<Prepared> prepared;
-    std::exception_ptr failure;
-    try {
-      prepared.emplace(prepare());
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    { [[maybe_unused]] Prepare done = std::move(prepare); }  // frees the body before the job runs
-    --preparing_;
-    boost::asio::post(session->get_executor(), [this, session, version, failure, prepared = std::move(prepared),
-                                                start = std::move(start)]() mutable {
-      session->run_guarded([&] {
-        if (failure) {
-          session->respond(exception_response(failure, session->exchange().request_id, version));
-          return;
-        }
-        start(session, std::move(*prepared));
-      });
-    });
-  });
-}
-
-inline void Server::generate(HandlerContext& ctx, bool chat) {
+IZWI_DECL void Server::generate(HandlerContext& ctx, bool chat) {
   prepare_then_start(
       ctx, "to be parsed and tokenized",
       [this, chat, body = std::move(ctx.request.body())] { return chat ? prepare_chat(body) : prepare_completion(body); },
@@ -344,7 +302,7 @@ inline void Server::generate(HandlerContext& ctx, bool chat) {
       });
 }
 
-inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) {
+IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& body) {
   openai::ChatCompletionRequest parsed = openai::parse_chat_completion_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
   const std::string prompt = engine->render_chat(parsed.messages, parsed.template_options());
@@ -370,7 +328,7 @@ inline detail::PreparedGeneration Server::prepare_chat(const std::string& body) 
   return out;
 }
 
-inline detail::PreparedGeneration Server::prepare_completion(const std::string& body) {
+IZWI_DECL detail::PreparedGeneration Server::prepare_completion(const std::string& body) {
   openai::CompletionRequest parsed = openai::parse_completion_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::chat);
   Request request;

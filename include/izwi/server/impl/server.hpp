@@ -2,81 +2,26 @@
 // Server bodies: life cycle, routing, models/health/metrics. The endpoint
 // families live beside it (generation_routes, admin_routes, audio_routes,
 // web_ui_routes).
-// Included by izwi/server/server.hpp.
+// Included by izwi/server/server.hpp (header-only) or compiled once
+// (IZWI_SEPARATE_COMPILATION: src/izwi_server_http.cpp, izwi/server/src.hpp).
 
-#include <csignal>
-#include <cstdlib>
-#include <functional>
-#include <cstdio>
-#include <exception>
-#include <optional>
-#include <random>
-#include <variant>
+#include "izwi/server/impl/server_common.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/beast/http/field.hpp>
-#include <boost/json/serialize.hpp>
-
-#include "izwi/core/error.hpp"
-#include "izwi/kernels/cpu/dispatch.hpp"
-#include "izwi/server/http/access_log.hpp"
-#include "izwi/server/openai.hpp"
-#include "izwi/server/sse.hpp"
-
-namespace izwi::server {
-
-namespace detail {
-
-namespace bhttp = boost::beast::http;
-
-inline http::Response json_response(unsigned status, const boost::json::value& body, unsigned version = 11) {
-  http::Response res{static_cast<bhttp::status>(status), version};
-  res.set(bhttp::field::content_type, "application/json");
-  res.body() = boost::json::serialize(body);
-  return res;
-}
-
-inline http::Response text_response(unsigned status, std::string body, std::string_view content_type,
-                                    unsigned version = 11) {
-  http::Response res{static_cast<bhttp::status>(status), version};
-  res.set(bhttp::field::content_type, content_type);
-  res.body() = std::move(body);
-  return res;
-}
-
-inline std::string_view task_words(Task task) noexcept {
-  switch (task) {
-    case Task::chat: return "chat completions";
-    case Task::completion: return "completions";
-    case Task::tts: return "speech synthesis (text-to-speech)";
-    case Task::asr: return "transcription";
-    case Task::translation: return "translation";
-  }
-  return "this task";
-}
-
-inline void log_line(const std::string& text) {
-  const std::string line = text + "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
-}
-
-}  // namespace detail
-
-}  // namespace izwi::server
-
-// The endpoint families, each in its own file.
+// The endpoint families, each in its own file. Under IZWI_SEPARATE_COMPILATION
+// each is a translation unit of its own instead (cmake/izwiCompiled.cmake).
+#if !defined(IZWI_SEPARATE_COMPILATION)
 #include "izwi/server/impl/generation_routes.hpp"
 #include "izwi/server/impl/admin_routes.hpp"
 #include "izwi/server/impl/audio_routes.hpp"
 #include "izwi/server/impl/speech_routes.hpp"
 #include "izwi/server/impl/web_ui_routes.hpp"
+#endif
 
 namespace izwi::server {
 
 // --- life cycle -----------------------------------------------------------------
 
-inline Server::Server(ServerConfig config, ModelRegistry& registry)
+IZWI_DECL Server::Server(ServerConfig config, ModelRegistry& registry)
     : config_(std::move(config)),
       registry_(registry),
       keys_(config_.api_keys),
@@ -94,14 +39,14 @@ inline Server::Server(ServerConfig config, ModelRegistry& registry)
   add_default_routes();
 }
 
-inline Server::~Server() {
+IZWI_DECL Server::~Server() {
   if (started_.load()) {
     stop();
     wait();
   }
 }
 
-inline unsigned short Server::start() {
+IZWI_DECL unsigned short Server::start() {
   std::lock_guard lock(state_mutex_);
   if (started_.load()) return port_;
   namespace net = boost::asio;
@@ -132,7 +77,7 @@ inline unsigned short Server::start() {
 // The exception barrier of the I/O threads. Sessions catch what their own
 // work throws (closing that connection only); anything else that reaches
 // here is logged and counted, and the thread goes back to serving.
-inline void Server::run_io_thread() noexcept {
+IZWI_DECL void Server::run_io_thread() noexcept {
   for (;;) {
     try {
       ioc_.run();
@@ -145,7 +90,7 @@ inline void Server::run_io_thread() noexcept {
   }
 }
 
-inline void Server::io_exception(std::string_view what) noexcept {
+IZWI_DECL void Server::io_exception(std::string_view what) noexcept {
   metrics_.handler_exception();
   try {
     detail::log_line("izwi-server: an I/O thread caught an exception and goes on: " + std::string(what));
@@ -153,7 +98,7 @@ inline void Server::io_exception(std::string_view what) noexcept {
   }
 }
 
-inline void Server::session_failed(std::string_view request_id, std::string_view what) noexcept {
+IZWI_DECL void Server::session_failed(std::string_view request_id, std::string_view what) noexcept {
   metrics_.handler_exception();
   try {
     detail::log_line("izwi-server: request " + std::string(request_id.empty() ? "-" : request_id) +
@@ -162,7 +107,7 @@ inline void Server::session_failed(std::string_view request_id, std::string_view
   }
 }
 
-inline void Server::run() {
+IZWI_DECL void Server::run() {
   start();
   if (config_.handle_signals) {
     signals_.emplace(ioc_, SIGINT, SIGTERM);
@@ -173,7 +118,7 @@ inline void Server::run() {
 
 // First signal: graceful stop. A second one while in-flight requests still
 // run: the operator insists, exit now (as uvicorn does).
-inline void Server::on_signal(const boost::system::error_code& ec, int signal) {
+IZWI_DECL void Server::on_signal(const boost::system::error_code& ec, int signal) {
   if (ec) return;
   const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
   if (stopping()) {
@@ -186,13 +131,13 @@ inline void Server::on_signal(const boost::system::error_code& ec, int signal) {
   signals_->async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
 }
 
-inline void Server::stop() {
+IZWI_DECL void Server::stop() {
   std::lock_guard lock(state_mutex_);
   if (!started_.load() || draining_.exchange(true, std::memory_order_acq_rel)) return;
   shutdown_thread_ = std::thread([this] { shutdown_sequence(); });
 }
 
-inline void Server::wait() {
+IZWI_DECL void Server::wait() {
   {
     std::unique_lock lock(state_mutex_);
     stopped_cv_.wait(lock, [&] { return stopped_; });
@@ -201,7 +146,7 @@ inline void Server::wait() {
   if (shutdown_thread_.joinable()) shutdown_thread_.join();
 }
 
-inline void Server::shutdown_sequence() {
+IZWI_DECL void Server::shutdown_sequence() {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + config_.shutdown_grace;
   if (listener_) listener_->stop();
@@ -248,7 +193,7 @@ inline void Server::shutdown_sequence() {
   stopped_cv_.notify_all();
 }
 
-inline void Server::on_accept(boost::asio::ip::tcp::socket&& socket) {
+IZWI_DECL void Server::on_accept(boost::asio::ip::tcp::socket&& socket) {
   // SSE chunks are small writes: without TCP_NODELAY, Nagle holds one back
   // until the previous is acknowledged (up to a delayed ACK, ~40 ms).
   boost::system::error_code ec;
@@ -274,17 +219,17 @@ inline void Server::on_accept(boost::asio::ip::tcp::socket&& socket) {
   session->start();
 }
 
-inline void Server::session_closed(http::Session* session) noexcept {
+IZWI_DECL void Server::session_closed(http::Session* session) noexcept {
   std::lock_guard lock(sessions_mutex_);
   if (sessions_.erase(session)) metrics_.connection_closed();
 }
 
-inline void Server::exchange_started() noexcept {
+IZWI_DECL void Server::exchange_started() noexcept {
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
   metrics_.request_started();
 }
 
-inline void Server::exchange_finished(const http::Exchange& exchange) noexcept {
+IZWI_DECL void Server::exchange_finished(const http::Exchange& exchange) noexcept {
   try {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange.start).count();
     metrics_.observe(exchange.method, exchange.route, exchange.status, seconds);
@@ -295,7 +240,7 @@ inline void Server::exchange_finished(const http::Exchange& exchange) noexcept {
   in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-inline http::Response Server::error_response(const ApiError& error, unsigned version) {
+IZWI_DECL http::Response Server::error_response(const ApiError& error, unsigned version) {
   http::Response res = detail::json_response(error.status, openai::error_json(error), version);
   if (error.retry_after_seconds) res.set(boost::beast::http::field::retry_after, std::to_string(*error.retry_after_seconds));
   if (error.status == 401) res.set(boost::beast::http::field::www_authenticate, "Bearer");
@@ -304,18 +249,18 @@ inline http::Response Server::error_response(const ApiError& error, unsigned ver
 
 // --- routing --------------------------------------------------------------------
 
-inline void Server::add_route(std::string method, std::string pattern, Handler handler, bool open) {
+IZWI_DECL void Server::add_route(std::string method, std::string pattern, Handler handler, bool open) {
   add_route(std::move(method), std::move(pattern), std::move(handler), open ? RouteAccess::open : RouteAccess::api_key);
 }
 
-inline void Server::add_route(std::string method, std::string pattern, Handler handler, RouteAccess access) {
+IZWI_DECL void Server::add_route(std::string method, std::string pattern, Handler handler, RouteAccess access) {
   route_access_[method + " " + pattern] = access;
   router_.add(std::move(method), std::move(pattern), std::move(handler));
 }
 
 // Admin routes load and unload models: they take their own key, never an
 // inference key, and are closed when none is configured.
-inline void Server::check_admin_key(std::string_view authorization) const {
+IZWI_DECL void Server::check_admin_key(std::string_view authorization) const {
   if (!admin_keys_.enabled())
     throw ApiError(403, "permission_error",
                    "Admin endpoints are disabled: start the server with --admin-api-key KEY "
@@ -330,7 +275,7 @@ inline void Server::check_admin_key(std::string_view authorization) const {
   }
 }
 
-inline void Server::add_default_routes() {
+IZWI_DECL void Server::add_default_routes() {
   add_route("POST", "/v1/chat/completions", [this](HandlerContext& c) { generate(c, true); });
   add_route("POST", "/v1/completions", [this](HandlerContext& c) { generate(c, false); });
   add_route("GET", "/v1/models", [this](HandlerContext& c) { list_models(c); });
@@ -352,7 +297,7 @@ inline void Server::add_default_routes() {
             RouteAccess::admin);
 }
 
-inline void Server::handle(const std::shared_ptr<http::Session>& session, http::Request&& request) {
+IZWI_DECL void Server::handle(const std::shared_ptr<http::Session>& session, http::Request&& request) {
   http::Request req = std::move(request);
   const unsigned version = req.version();
   using Routed = http::Router<Handler>::Result;
@@ -398,7 +343,7 @@ inline void Server::handle(const std::shared_ptr<http::Session>& session, http::
   }
 }
 
-inline http::Response Server::exception_response(std::exception_ptr failure, const std::string& request_id,
+IZWI_DECL http::Response Server::exception_response(std::exception_ptr failure, const std::string& request_id,
                                                  unsigned version) {
   try {
     std::rethrow_exception(failure);
@@ -420,7 +365,7 @@ inline http::Response Server::exception_response(std::exception_ptr failure, con
 
 // --- handlers -------------------------------------------------------------------
 
-inline std::shared_ptr<AnyEngine> Server::resolve_model(const std::string& name, Task task) const {
+IZWI_DECL std::shared_ptr<AnyEngine> Server::resolve_model(const std::string& name, Task task) const {
   if (name.empty())
     // OpenAI requires "model"; naming the loaded ones helps the client fix it.
     throw ApiError::bad_request("You must provide a model parameter (loaded: " + loaded_model_names(task) + ").",
@@ -441,7 +386,7 @@ inline std::shared_ptr<AnyEngine> Server::resolve_model(const std::string& name,
   return engine;
 }
 
-inline std::string Server::loaded_model_names(Task task) const {
+IZWI_DECL std::string Server::loaded_model_names(Task task) const {
   std::string names;
   for (const auto& engine : registry_.loaded())
     if (engine->serves(task)) {
@@ -453,7 +398,7 @@ inline std::string Server::loaded_model_names(Task task) const {
 
 // --- models, health, metrics ----------------------------------------------------
 
-inline void Server::list_models(HandlerContext& ctx) {
+IZWI_DECL void Server::list_models(HandlerContext& ctx) {
   boost::json::array data;
   for (const auto& engine : registry_.loaded()) {
     const ModelInfo& info = engine->info();
@@ -462,7 +407,7 @@ inline void Server::list_models(HandlerContext& ctx) {
   ctx.session->respond(detail::json_response(200, openai::model_list_json(std::move(data)), ctx.request.version()));
 }
 
-inline void Server::get_model(HandlerContext& ctx) {
+IZWI_DECL void Server::get_model(HandlerContext& ctx) {
   const std::string& id = ctx.match.param("id");
   std::shared_ptr<AnyEngine> engine = registry_.find(id);
   if (!engine)
@@ -475,23 +420,23 @@ inline void Server::get_model(HandlerContext& ctx) {
                             ctx.request.version()));
 }
 
-inline void Server::health(HandlerContext& ctx) {
+IZWI_DECL void Server::health(HandlerContext& ctx) {
   if (draining()) throw ApiError::unavailable("The server is shutting down.");
   if (!registry_.ready()) throw ApiError::unavailable("Models are loading.", 5);
   ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ok"}}, ctx.request.version()));
 }
 
-inline void Server::livez(HandlerContext& ctx) {
+IZWI_DECL void Server::livez(HandlerContext& ctx) {
   ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ok"}}, ctx.request.version()));
 }
 
-inline void Server::readyz(HandlerContext& ctx) {
+IZWI_DECL void Server::readyz(HandlerContext& ctx) {
   if (draining()) throw ApiError::unavailable("The server is shutting down.");
   if (!registry_.ready()) throw ApiError::unavailable("Models are loading.", 5);
   ctx.session->respond(detail::json_response(200, boost::json::object{{"status", "ready"}}, ctx.request.version()));
 }
 
-inline void Server::metrics(HandlerContext& ctx) {
+IZWI_DECL void Server::metrics(HandlerContext& ctx) {
   std::string text = registry_.metrics_text();
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += metrics_.prometheus_text();

@@ -10,6 +10,8 @@
 // that goes away closes the stream, which aborts the request and frees its
 // KV blocks. Part of the Server bodies; included by impl/server.hpp.
 
+#include "izwi/server/impl/server_common.hpp"
+
 #include <array>
 #include <cstring>
 #include <random>
@@ -19,6 +21,7 @@
 #include "izwi/audio/encode.hpp"
 #include "izwi/audio/time_stretch.hpp"
 #include "izwi/server/speech_api.hpp"
+#include "izwi/server/transcription_api.hpp"  // multipart forms and their text fields (voice uploads)
 
 namespace izwi::server {
 
@@ -324,7 +327,7 @@ inline std::string voice_list_for_error(const SpeechVoices& voices) {
 
 }  // namespace detail
 
-inline void Server::speech(HandlerContext& ctx) {
+IZWI_DECL void Server::speech(HandlerContext& ctx) {
   // No model speaks at all: say so before looking into the body.
   if (loaded_model_names(Task::tts) == "none") audio_unavailable(ctx, Task::tts);
   prepare_then_start(
@@ -337,7 +340,7 @@ inline void Server::speech(HandlerContext& ctx) {
 
 /// The voice as the model takes it: a saved voice's recording, a speaker, or
 /// (models without named speakers) nothing.
-inline void Server::resolve_speech_voice(const openai::SpeechRequest& parsed, const SpeechVoices& voices,
+IZWI_DECL void Server::resolve_speech_voice(const openai::SpeechRequest& parsed, const SpeechVoices& voices,
                                          const std::string& model, SpeechSynthesis& s) const {
   std::optional<openai::SavedVoice> saved;
   if (parsed.voice_is_saved_id || (!parsed.voice.empty() && !openai::resolve_speaker(parsed.voice, voices)))
@@ -373,7 +376,7 @@ inline void Server::resolve_speech_voice(const openai::SpeechRequest& parsed, co
   s.speaker = *speaker;
 }
 
-inline detail::PreparedSpeech Server::prepare_speech(const std::string& body) {
+IZWI_DECL detail::PreparedSpeech Server::prepare_speech(const std::string& body) {
   openai::SpeechRequest parsed = openai::parse_speech_request(body);
   std::shared_ptr<AnyEngine> engine = resolve_model(parsed.model, Task::tts);
   const SpeechVoices* voices = engine->speech_voices();
@@ -404,7 +407,7 @@ inline detail::PreparedSpeech Server::prepare_speech(const std::string& body) {
 
 // --- saved voices ---------------------------------------------------------------
 
-inline void Server::list_voices(HandlerContext& ctx) {
+IZWI_DECL void Server::list_voices(HandlerContext& ctx) {
   boost::json::array data;
   for (const auto& engine : registry_.loaded())
     if (const SpeechVoices* voices = engine->speech_voices())
@@ -414,7 +417,7 @@ inline void Server::list_voices(HandlerContext& ctx) {
                                              ctx.request.version()));
 }
 
-inline void Server::create_voice(HandlerContext& ctx) {
+IZWI_DECL void Server::create_voice(HandlerContext& ctx) {
   // Decoding the recording takes milliseconds to seconds: on a preparation thread.
   std::shared_ptr<http::Session> session = ctx.session;
   const unsigned version = ctx.request.version();
@@ -447,7 +450,7 @@ inline void Server::create_voice(HandlerContext& ctx) {
   });
 }
 
-inline void Server::load_saved_voices() {
+IZWI_DECL void Server::load_saved_voices() {
   if (!config_.voices_dir) return;
   const auto decode = [](std::string_view recording) {
     return detail::decode_reference_audio(recording, detail::saved_voice_sample_rate, "file");
@@ -459,7 +462,7 @@ inline void Server::load_saved_voices() {
                    config_.voices_dir->string());
 }
 
-inline void Server::delete_voice(HandlerContext& ctx) {
+IZWI_DECL void Server::delete_voice(HandlerContext& ctx) {
   const std::string& id = ctx.match.param("id");
   if (!voice_store_.remove(id))
     throw ApiError::not_found("No saved voice has the id '" + openai::sanitize_utf8(id.substr(0, 80)) + "'.");

@@ -2,6 +2,8 @@
 // The web playground's routes (Server::serve_web_ui): bodies. Part of the
 // Server bodies; included by impl/server.hpp.
 
+#include "izwi/server/impl/server_common.hpp"
+
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
 
@@ -73,7 +75,7 @@ inline http::Response web_ui_response(const EmbeddedFile& file, std::string_view
 
 }  // namespace detail
 
-inline void Server::serve_web_ui(std::span<const EmbeddedFile> files) {
+IZWI_DECL void Server::serve_web_ui(std::span<const EmbeddedFile> files) {
   for (const EmbeddedFile& file : files) {
     add_route(
         "GET", std::string(file.path),
