@@ -149,24 +149,31 @@ inline void q8_tile_generic(const QuantizedRows& xq, std::size_t r0, const Weigh
 }
 
 #if defined(__AVX2__)
+/// 8 int32 partial sums of |w| (unsigned bytes) times x * sign(w) (signed bytes).
+template <Int8Dot Dot>
+inline __m256i int8_dot_partial(__m256i magnitude, __m256i signed_x) noexcept {
+  if constexpr (Dot == Int8Dot::vnni) {
+    __m256i sum = _mm256_setzero_si256();
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(magnitude), "v"(signed_x));
+    return sum;
+  } else {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), _mm256_set1_epi16(1));
+  }
+}
+
 /// The int32 dot products of one activation block with 4 weight blocks
 /// (their magnitudes and the weights themselves, for the signs), in lanes 0..3.
 template <Int8Dot Dot>
 inline __m128i q8_block_sums4(const __m256i (&magnitude)[4], const __m256i (&weights)[4],
                               const std::int8_t* xb) noexcept {
   const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb));
-  __m256i p[4];
-  for (int c = 0; c < 4; ++c) {
-    const __m256i signed_x = _mm256_sign_epi8(x, weights[c]);  // x * sign(w): |x| <= 127, no overflow
-    if constexpr (Dot == Int8Dot::vnni) {
-      p[c] = _mm256_setzero_si256();
-      __asm__("vpdpbusd %2, %1, %0" : "+v"(p[c]) : "v"(magnitude[c]), "v"(signed_x));
-    } else {
-      p[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[c], signed_x), _mm256_set1_epi16(1));
-    }
-  }
-  // Lane l of 128-bit half h: the sum of elements 4h..4h+3 of p[l].
-  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  // x * sign(w): |x| <= 127, so no overflow.
+  const __m256i p0 = int8_dot_partial<Dot>(magnitude[0], _mm256_sign_epi8(x, weights[0]));
+  const __m256i p1 = int8_dot_partial<Dot>(magnitude[1], _mm256_sign_epi8(x, weights[1]));
+  const __m256i p2 = int8_dot_partial<Dot>(magnitude[2], _mm256_sign_epi8(x, weights[2]));
+  const __m256i p3 = int8_dot_partial<Dot>(magnitude[3], _mm256_sign_epi8(x, weights[3]));
+  // Lane l of 128-bit half h: the sum of elements 4h..4h+3 of p<l>.
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
