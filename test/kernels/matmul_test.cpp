@@ -26,8 +26,8 @@ constexpr double relative_tolerance = 2e-6;
 
 /// Whether matmul takes the integer path (activations quantized to Q8_0
 /// blocks, detail/matmul_q8_kernels.hpp) for these weights and rows.
-bool quantizes_activations(DType dtype, std::size_t m) {
-  return dtype == DType::q8_0 && m <= kernels::cpu::gemv_max_rows;
+bool quantizes_activations(const KernelTable& kernels, DType dtype, std::size_t m) {
+  return dtype == DType::q8_0 && m <= kernels.q8_0_quantized_max_rows;
 }
 
 /// One activation block quantized as the integer path documents it.
@@ -115,12 +115,12 @@ void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::s
       INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
                     << (align_x ? " (x aligned)" : ""));
       const double quantization =
-          quantizes_activations(dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k) : 0.0;
+          quantizes_activations(kernels, dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k) : 0.0;
       REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
     }
     for (std::size_t j = n; j < ldy; ++j) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
   }
-  if (quantizes_activations(dtype, m)) {
+  if (quantizes_activations(kernels, dtype, m)) {
     const auto expected = q8_integer_reference(x, ldx, m, w);
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < n; ++j) {
@@ -181,7 +181,7 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
       double ref = 0;
       for (std::size_t l = 0; l < 64; ++l) ref += double(x[64 + l]) * w.values[j * 64 + l];
       const double quantization =
-          quantizes_activations(dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64) : 0.0;
+          quantizes_activations(kernels::cpu::active_kernels(), dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64) : 0.0;
       REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4 + quantization);
     }
   }
@@ -217,7 +217,7 @@ TEST_CASE("matmul_group: several weights over the same activations, into column 
                 ref += double(x[r * k + l]) * double(ws[i]->values[j * k + l]);
                 mag += std::fabs(double(x[r * k + l]) * double(ws[i]->values[j * k + l]));
               }
-              const double quantization = quantizes_activations(dtype, m)
+              const double quantization = quantizes_activations(kernels, dtype, m)
                                               ? q8_quantization_bound(x.data() + r * k, ws[i]->values.data() + j * k, k)
                                               : 0.0;
               REQUIRE(std::fabs(double(y[r * ldy + offsets[i] + j]) - ref) <=
@@ -316,9 +316,11 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
       }
   };
   kernel_test::for_each_variant([&](const KernelTable& kernels) {
-    // A row gives the same floats whatever the rows beside it (every m of the
-    // integer path quantizes and sums each row alone).
-    for (std::size_t rows = 1; rows <= m; ++rows)
+    // A row gives the same floats whatever the rows beside it (every m the
+    // variant sends to the integer path quantizes and sums each row alone).
+    REQUIRE(kernels.q8_0_quantized_max_rows >= 1);
+    REQUIRE(kernels.q8_0_quantized_max_rows <= kernels::cpu::gemv_max_rows);
+    for (std::size_t rows = 1; rows <= kernels.q8_0_quantized_max_rows; ++rows)
       for (std::size_t first = 0; first + rows <= m; first += rows) {
         std::vector<float> y(rows * n, -1.0f);
         kernels.matmul(x.data() + first * k, k, rows, w.matrix, y.data(), n, pool);
@@ -329,7 +331,8 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
   for (std::size_t j = 0; j < n; ++j) CHECK(expected[n + j] == 0.0f);
   // The public entry point: the active variant (the forced SSE2 one under
   // kernels.dispatch_forced_sse2).
-  std::vector<float> y(m * n);
-  kernels::cpu::matmul(x.data(), m, k, w.matrix, y.data(), pool);
-  check_rows(y, m, 0);
+  const std::size_t active_rows = kernels::cpu::active_kernels().q8_0_quantized_max_rows;
+  std::vector<float> y(active_rows * n);
+  kernels::cpu::matmul(x.data(), active_rows, k, w.matrix, y.data(), pool);
+  check_rows(y, active_rows, 0);
 }

@@ -60,6 +60,10 @@ struct KernelTable {
   const char* name;
   /// Floats per SIMD vector (1, 4, 8, 16).
   std::size_t lanes;
+  /// Q8_0 matmuls of 1 to this many activation rows quantize the activations
+  /// to 8-bit blocks for integer dot products (matmul.hpp); more rows widen
+  /// the weights with F32 activations.
+  std::size_t q8_0_quantized_max_rows;
   void (*matmul)(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                  izwi::detail::ThreadPool& pool) noexcept;
   void (*matmul_group)(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outputs,

@@ -612,7 +612,7 @@ template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                          ThreadPool& pool) noexcept {
   if (m == 0 || count == 0) return;
-  if (m <= gemv_max_rows && all_q8_0(outs, count)) q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+  if (m <= q8_quantized_max_rows<Arch, Dot> && all_q8_0(outs, count)) q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
   else if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
   else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, outs, count, pool);
   else gemm<Arch>(x, ldx, m, outs, count, pool);

@@ -58,6 +58,21 @@ enum class Int8Dot { generic, avx2, vnni };
 template <class Arch>
 inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx512 ? Int8Dot::avx2 : Int8Dot::generic;
 
+/// Most activation rows for which the variant takes this path; with more,
+/// matmul widens the weights with F32 activations (matmul_kernels.hpp).
+/// Measured with weights in L2 (compute bound, 1 thread; indications from a
+/// loaded machine): AVX-512 from 2 rows is faster with its 16-lane FMA 4 x 4
+/// blocks and widened tiles (the per-block int32 reduction and scaling here
+/// cost more than its integer products save: m = 4 15.6 vs 19.4 us, m = 16
+/// 56 vs 81 us for 256 x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
+/// gains at every m (1: 28 -> 41 GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9); the
+/// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
+/// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
+template <class Arch, Int8Dot Dot>
+inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? 1
+                                                     : Dot == Int8Dot::avx2 ? gemv_max_rows
+                                                                            : 11;
+
 /// Activation rows quantized to Q8_0-style blocks (step 1 above).
 struct QuantizedRows {
   const std::int8_t* q = nullptr;  // m rows of k values; row r at q + r * k

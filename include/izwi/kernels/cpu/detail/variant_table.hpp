@@ -34,6 +34,7 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
       .lanes = Simd<Arch>::lanes,
+      .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
       .matmul = &matmul<Arch, Dot>,
       .matmul_group = &matmul_group<Arch, Dot>,
       .matmul_batch_invariant = &matmul_batch_invariant<Arch>,
