@@ -51,7 +51,7 @@ TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "
       std::vector<float> expected(m * rows), actual(m * rows, -1.0f);
       b.cpu.matmul(x.data(), m, w.matrix, expected.data());
       b.gpu.matmul(x.data(), m, w.matrix, actual.data());
-      // Q8_0 on the CPU's GEMV paths (m <= 16) quantizes the activations to
+      // Q8_0 on the CPU's GEMV paths (up to 16 rows, by variant) quantizes the activations to
       // 8-bit blocks too (integer dot products, as llama.cpp's CPU backend):
       // up to half a step of 1/127 of a block's largest value per activation
       // (measured 0.44% here); the GPU widens the weights and stays in f32.

@@ -18,7 +18,8 @@
 //   blocks of 4 activation rows x 4 weight rows (AVX-512), so each widened
 //   weight vector feeds 4 FMAs and each activation vector 4, and the weight
 //   rows of a block are read again from L1 by the next 4 rows. Q8_0 weights
-//   instead meet activations quantized once per call to Q8_0-style blocks
+//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512: 1, AVX2:
+//   16, SSE2: 11) instead meet activations quantized once per call to Q8_0-style blocks
 //   (d = max|x| / 127, int8 values) in integer dot products (AVX-512 VNNI,
 //   AVX2), one float scale per 32 values, as llama.cpp's CPU backend: an
 //   error of at most half a quantization step per activation, and results
