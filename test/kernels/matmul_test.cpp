@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "izwi/kernels/cpu/matmul.hpp"
@@ -21,6 +23,73 @@ namespace {
 // Error bound: float accumulation of k products, relative to sum |x||w|
 // (the condition of the dot product), plus a tiny absolute floor.
 constexpr double relative_tolerance = 2e-6;
+
+/// Whether matmul takes the integer path (activations quantized to Q8_0
+/// blocks, detail/matmul_q8_kernels.hpp) for these weights and rows.
+bool quantizes_activations(const KernelTable& kernels, DType dtype, std::size_t m) {
+  return dtype == DType::q8_0 && m <= kernels.q8_0_quantized_max_rows;
+}
+
+/// One activation block quantized as the integer path documents it.
+float quantize_block(const float* x, std::int8_t* q) {
+  float amax = 0;
+  bool finite = true;
+  for (std::size_t i = 0; i < 32; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+  if (!finite || std::isinf(inv) || amax == 0) {
+    std::fill(q, q + 32, std::int8_t{0});
+    return finite ? 0.0f : std::nanf("");
+  }
+  for (std::size_t i = 0; i < 32; ++i) q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inv));
+  return amax / 127.0f;
+}
+
+/// The integer path written out plainly: per block an exact int32 sum of
+/// int8 products, times the two scales' float product, added in a double in
+/// block order. Every kernel variant must give exactly these floats.
+std::vector<float> q8_integer_reference(const float* x, std::size_t ldx, std::size_t m,
+                                        const kernel_test::TestWeights& w) {
+  const std::size_t k = w.matrix.cols, n = w.matrix.rows, blocks = k / 32;
+  std::vector<float> y(m * n);
+  std::vector<std::int8_t> q(k);
+  std::vector<float> d(blocks);
+  for (std::size_t r = 0; r < m; ++r) {
+    for (std::size_t b = 0; b < blocks; ++b) d[b] = quantize_block(x + r * ldx + b * 32, q.data() + b * 32);
+    for (std::size_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::byte* block = w.bytes.data() + (j * blocks + b) * 34;
+        std::uint16_t bits;
+        std::memcpy(&bits, block, 2);
+        std::int32_t s = 0;
+        for (std::size_t i = 0; i < 32; ++i) s += std::int32_t(std::int8_t(block[2 + i])) * q[b * 32 + i];
+        acc += double(s) * double(f16_to_f32(bits) * d[b]);
+      }
+      y[r * n + j] = static_cast<float>(acc);
+    }
+  }
+  return y;
+}
+
+/// How far the integer path may be from the exact product of row x (k
+/// values) with weight row w: each activation moves by at most half its
+/// block's step max|x| / 127 (a hair more: the step is rounded to float),
+/// plus the float bound above for the rest.
+double q8_quantization_bound(const float* x, const float* w, std::size_t k) {
+  double bound = 0;
+  for (std::size_t b = 0; b < k / 32; ++b) {
+    double amax = 0, wsum = 0;
+    for (std::size_t i = b * 32; i < b * 32 + 32; ++i) {
+      amax = std::max(amax, std::fabs(double(x[i])));
+      wsum += std::fabs(double(w[i]));
+    }
+    bound += amax / 127.0 * 0.5001 * wsum;
+  }
+  return bound;
+}
 
 /// `align_x`: x in a 64-byte aligned buffer (the batched GEMV reads it in
 /// place only then; otherwise it copies it to aligned scratch first).
@@ -45,9 +114,19 @@ void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::s
       const double err = std::fabs(double(y[i * ldy + j]) - ref);
       INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
                     << (align_x ? " (x aligned)" : ""));
-      REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+      const double quantization =
+          quantizes_activations(kernels, dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k) : 0.0;
+      REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
     }
     for (std::size_t j = n; j < ldy; ++j) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
+  }
+  if (quantizes_activations(kernels, dtype, m)) {
+    const auto expected = q8_integer_reference(x, ldx, m, w);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        INFO("Q8_0 integer path, m " << m << " k " << k << " n " << n << " at " << i << "," << j);
+        REQUIRE(y[i * ldy + j] == expected[i * n + j]);
+      }
   }
 }
 
@@ -101,7 +180,9 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
     for (std::size_t j = 0; j < 5; ++j) {
       double ref = 0;
       for (std::size_t l = 0; l < 64; ++l) ref += double(x[64 + l]) * w.values[j * 64 + l];
-      REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4);
+      const double quantization =
+          quantizes_activations(kernels::cpu::active_kernels(), dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64) : 0.0;
+      REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4 + quantization);
     }
   }
 }
@@ -136,8 +217,11 @@ TEST_CASE("matmul_group: several weights over the same activations, into column 
                 ref += double(x[r * k + l]) * double(ws[i]->values[j * k + l]);
                 mag += std::fabs(double(x[r * k + l]) * double(ws[i]->values[j * k + l]));
               }
+              const double quantization = quantizes_activations(kernels, dtype, m)
+                                              ? q8_quantization_bound(x.data() + r * k, ws[i]->values.data() + j * k, k)
+                                              : 0.0;
               REQUIRE(std::fabs(double(y[r * ldy + offsets[i] + j]) - ref) <=
-                      relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+                      relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
             }
         for (std::size_t r = 0; r < m; ++r)
           for (std::size_t j = 123; j < ldy; ++j) REQUIRE(y[r * ldy + j] == -12345.0f);  // padding untouched
@@ -242,4 +326,63 @@ TEST_CASE("matmul_group_batch_invariant: a row's outputs are bit-identical in an
   kernels::cpu::matmul_group_batch_invariant(x.data(), 64, 3, std::span(&out_a, 1), pool);
   kernels::cpu::active_kernels().matmul_group_batch_invariant(x.data(), 64, 3, &out_b, 1, pool);
   CHECK(a == b);
+}
+
+TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activations, any batch",
+          "[kernels][matmul][dispatch]") {
+  // Weights at the int8 extremes (-128 is legal in a file though quantizers
+  // write -127..127): a pair of products 2 * 128 * 127 is the most the
+  // 16-bit step of the AVX2 dot product holds. Activations at their block's
+  // maximum quantize to +-127.
+  const std::size_t n = 9, k = 160, blocks = k / 32;
+  kernel_test::TestWeights w = kernel_test::make_weights(DType::q8_0, n, k, 21);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t b = 0; b < blocks; ++b)
+      for (std::size_t i = 0; i < 32; ++i) {
+        const std::int8_t q = (j + b) % 3 == 0 ? std::int8_t(-128) : (j + b) % 3 == 1 ? std::int8_t(127) : std::int8_t(i % 2 ? -128 : 127);
+        std::memcpy(w.bytes.data() + (j * blocks + b) * 34 + 2 + i, &q, 1);
+        std::uint16_t bits;
+        std::memcpy(&bits, w.bytes.data() + (j * blocks + b) * 34, 2);
+        w.values[j * k + b * 32 + i] = float(q) * f16_to_f32(bits);
+      }
+  const std::size_t m = 16;
+  auto x = kernel_test::random_floats(m * k, 22, 3.0f);
+  for (std::size_t i = 0; i < k; ++i) x[i] = i % 2 ? 2.5f : -2.5f;  // row 0: every value at its block's max
+  std::fill(x.begin() + k, x.begin() + 2 * k, 0.0f);                // row 1: all zero
+  x[2 * k + 40] = std::numeric_limits<float>::infinity();            // row 2: block 1 not finite
+  x[3 * k + 100] = std::nanf("");                                    // row 3: block 3 not finite
+  x[4 * k + 7] = 1e-38f;                                             // row 4: a block too small to scale
+  std::fill(x.begin() + 4 * k, x.begin() + 4 * k + 7, 0.0f);
+  std::fill(x.begin() + 4 * k + 8, x.begin() + 4 * k + 32, 0.0f);
+  const auto expected = q8_integer_reference(x.data(), k, m, w);
+  izwi::detail::ThreadPool pool(3);
+  auto check_rows = [&](const std::vector<float>& y, std::size_t rows, std::size_t first_row) {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < n; ++j) {
+        INFO("row " << first_row + r << " column " << j);
+        const float want = expected[(first_row + r) * n + j];
+        if (first_row + r == 2 || first_row + r == 3) REQUIRE(std::isnan(y[r * n + j]));
+        else REQUIRE(y[r * n + j] == want);
+      }
+  };
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    // A row gives the same floats whatever the rows beside it (every m the
+    // variant sends to the integer path quantizes and sums each row alone).
+    REQUIRE(kernels.q8_0_quantized_max_rows >= 1);
+    REQUIRE(kernels.q8_0_quantized_max_rows <= kernels::cpu::gemv_max_rows);
+    for (std::size_t rows = 1; rows <= kernels.q8_0_quantized_max_rows; ++rows)
+      for (std::size_t first = 0; first + rows <= m; first += rows) {
+        std::vector<float> y(rows * n, -1.0f);
+        kernels.matmul(x.data() + first * k, k, rows, w.matrix, y.data(), n, pool);
+        check_rows(y, rows, first);
+      }
+  });
+  // Row 1 is zero and row 0 exact: the quantization cost nothing there.
+  for (std::size_t j = 0; j < n; ++j) CHECK(expected[n + j] == 0.0f);
+  // The public entry point: the active variant (the forced SSE2 one under
+  // kernels.dispatch_forced_sse2).
+  const std::size_t active_rows = kernels::cpu::active_kernels().q8_0_quantized_max_rows;
+  std::vector<float> y(active_rows * n);
+  kernels::cpu::matmul(x.data(), active_rows, k, w.matrix, y.data(), pool);
+  check_rows(y, active_rows, 0);
 }

@@ -104,6 +104,7 @@ struct Lockstep {
   std::vector<std::vector<TokenId>> cpu_tokens, gpu_tokens;
   std::size_t steps = 0, max_batch = 0;
   double worst = 0;  // the largest relative logits error of any step
+  double first = 0;  // that of the first step (before any sampled token can differ)
 };
 
 /// Runs the same requests on both engines step by step. Same scheduler and
@@ -129,7 +130,9 @@ Lockstep run_lockstep(CpuQwen3Engine& cpu, OpenClQwen3Engine& gpu, const std::ve
       t.insert(t.end(), c.token_ids.begin(), c.token_ids.end());
     }
     out.max_batch = std::max(out.max_batch, gpu.scheduler().last_plan().sequences.size());
-    out.worst = std::max(out.worst, relative_error(gpu.executor().last_logits(), cpu.executor().last_logits()));
+    const double error = relative_error(gpu.executor().last_logits(), cpu.executor().last_logits());
+    if (out.steps == 0) out.first = error;
+    out.worst = std::max(out.worst, error);
     ++out.steps;
   }
   return out;
@@ -186,12 +189,32 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
     auto gpu = make_opencl_engine(ctx, scheduling, kv_blocks, Qwen3::load(gguf, options));
     const std::vector<Request> requests = {greedy(prompt_of(9, 5), 16), greedy(prompt_of(30, 6), 16)};
     const Lockstep run = run_lockstep(cpu, gpu, requests);
-    INFO("worst relative logits error " << run.worst);
+    INFO("worst relative logits error " << run.worst << ", first step " << run.first);
+    if (type == "q8_0") {
+      // The CPU's Q8_0 matmuls of few rows (KernelTable::q8_0_quantized_max_rows:
+      // AVX-512 one, AVX2 up to 16, so on AVX2 every step here, chunks of 16
+      // tokens) quantize the activations to 8-bit blocks for integer dot
+      // products, as llama.cpp's CPU backend does; the GPU widens the weights
+      // and keeps f32 activations. Two different roundings, so the greedy
+      // ids of random weights part after some tokens and the logits after
+      // that are of different texts: compare the first step (measured 2.3%
+      // relative under AVX2, about 0.4% per matmul over 4 layers) and each
+      // request's first token.
+      CHECK(run.first <= 5e-2);
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        REQUIRE(!run.cpu_tokens[i].empty());
+        REQUIRE(!run.gpu_tokens[i].empty());
+        CHECK(run.gpu_tokens[i][0] == run.cpu_tokens[i][0]);
+      }
+      CHECK(gpu.kv_cache().stats().num_used_blocks == 0);
+      continue;
+    }
     // Both sides widen the same stored weights to f32 and round K/V to f16
     // the same way (store_kv is byte-exact on equal inputs, opencl_ops_test.cpp),
     // but K/V computed a last bit apart can round to neighbouring f16 values
     // (half an f16 ulp is 2.4e-4 relative): 5e-4 (PoCL measured 5.7e-5 for f16,
-    // 1.3e-4 for bf16, 8.4e-5 for q8_0 weights).
+    // 1.3e-4 for bf16, and, before the CPU quantized Q8_0's activations,
+    // 8.4e-5 for q8_0 weights).
     CHECK(run.worst <= f16_cache_logits_tolerance);
     for (std::size_t i = 0; i < requests.size(); ++i) CHECK(run.gpu_tokens[i] == run.cpu_tokens[i]);
     CHECK(gpu.kv_cache().stats().num_used_blocks == 0);

@@ -51,7 +51,12 @@ TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "
       std::vector<float> expected(m * rows), actual(m * rows, -1.0f);
       b.cpu.matmul(x.data(), m, w.matrix, expected.data());
       b.gpu.matmul(x.data(), m, w.matrix, actual.data());
-      CHECK(relative_error(actual, expected) <= f32_tolerance);
+      // Q8_0 on the CPU's GEMV paths (up to 16 rows, by variant) quantizes the activations to
+      // 8-bit blocks too (integer dot products, as llama.cpp's CPU backend):
+      // up to half a step of 1/127 of a block's largest value per activation
+      // (measured 0.44% here); the GPU widens the weights and stays in f32.
+      const bool cpu_quantizes = dtype == DType::q8_0 && m <= kernels::cpu::gemv_max_rows;
+      CHECK(relative_error(actual, expected) <= (cpu_quantizes ? 1e-2 : f32_tolerance));
     }
     const std::vector<TokenId> tokens = {0, 99, 42, 42, 7};
     std::vector<float> expected(tokens.size() * cols), actual(tokens.size() * cols);

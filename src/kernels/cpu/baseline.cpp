@@ -29,7 +29,7 @@ namespace variants {
 extern const KernelTable avx2_kernels;
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
-extern const KernelTable avx512_kernels;
+extern const KernelTable avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
 #endif
 }  // namespace variants
 
@@ -50,6 +50,7 @@ constinit const KernelTable scalar_kernels = detail::make_kernel_table<detail::S
 struct X86Features {
   bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled
   bool avx512 = false;  // AVX-512 F/CD/BW/DQ/VL, ZMM and opmask state enabled
+  bool avx512_vnni = false;  // and AVX512_VNNI (the Q8_0 matmuls' int8 dot product)
 };
 
 X86Features detect_x86() noexcept {
@@ -68,6 +69,7 @@ X86Features detect_x86() noexcept {
              avx512bw = ebx & (1u << 30), avx512vl = ebx & (1u << 31);
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512cd && avx512bw && avx512vl;
+  f.avx512_vnni = f.avx512 && (ecx & (1u << 11));
   return f;
 }
 #endif
@@ -80,8 +82,8 @@ struct Variant {
 
 /// Every variant compiled in, most portable first, with whether this CPU runs it.
 struct Variants {
-  std::array<Variant, 4> list{};
-  std::array<std::string_view, 4> names{};
+  std::array<Variant, 5> list{};
+  std::array<std::string_view, 5> names{};
   std::size_t count = 0;
 
   Variants() noexcept {
@@ -94,7 +96,10 @@ struct Variants {
     add(&variants::avx2_kernels, cpu.avx2);
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
-    add(&variants::avx512_kernels, cpu.avx512);
+    // "avx512bw" (no VNNI) is listed for tests and IZWI_CPU_ARCH; "avx512"
+    // uses VNNI where the CPU has it and is the best.
+    add(&variants::avx512bw_kernels, cpu.avx512);
+    add(cpu.avx512_vnni ? &variants::avx512_kernels : &variants::avx512_without_vnni_kernels, cpu.avx512);
 #endif
   }
   void add(const KernelTable* table, bool supported) noexcept {

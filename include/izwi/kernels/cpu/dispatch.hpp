@@ -9,7 +9,9 @@
 //   "sse2"     the x86-64 baseline (on other CPUs: "baseline", the
 //              architecture the library itself is compiled for, e.g. NEON)
 //   "avx2"     AVX2 + FMA + F16C (Haswell, Zen 1 and later)
-//   "avx512"   AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4)
+//   "avx512bw" AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4)
+//   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
+//              where cpuid reports it (detected separately), else avx512bw's
 //
 // At the first kernel call the best variant this CPU supports is chosen once
 // (from cpuid, through __builtin_cpu_supports) and every kernel call after
@@ -17,7 +19,7 @@
 // and a program built with no -m/-march flags runs AVX-512 code on a CPU that
 // has it and SSE2 code on one that has not, from the same binary.
 //
-// IZWI_CPU_ARCH=scalar|sse2|avx2|avx512 in the environment forces a variant
+// IZWI_CPU_ARCH=scalar|sse2|avx2|avx512bw|avx512 in the environment forces a variant
 // (tests, benchmarks, bisecting a numerical difference); one that is not
 // built in or not supported by the CPU is refused with a message on stderr
 // and the best one is used instead. select_kernels() does the same from code.
@@ -54,10 +56,14 @@ class RotaryTable;
 /// (matmul.hpp, elementwise.hpp, rotary.hpp, attention.hpp,
 /// conv1d.hpp), argument for argument.
 struct KernelTable {
-  /// "scalar", "sse2", "avx2", "avx512" (or "baseline" off x86-64).
+  /// "scalar", "sse2", "avx2", "avx512bw", "avx512" (or "baseline" off x86-64).
   const char* name;
   /// Floats per SIMD vector (1, 4, 8, 16).
   std::size_t lanes;
+  /// Q8_0 matmuls of 1 to this many activation rows quantize the activations
+  /// to 8-bit blocks for integer dot products (matmul.hpp); more rows widen
+  /// the weights with F32 activations.
+  std::size_t q8_0_quantized_max_rows;
   void (*matmul)(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                  izwi::detail::ThreadPool& pool) noexcept;
   void (*matmul_group)(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outputs,

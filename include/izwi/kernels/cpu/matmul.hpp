@@ -17,10 +17,13 @@
 //   weight rows at a time; 2 to 16 rows (batched decode) go in register
 //   blocks of 4 activation rows x 4 weight rows (AVX-512), so each widened
 //   weight vector feeds 4 FMAs and each activation vector 4, and the weight
-//   rows of a block are read again from L1 by the next 4 rows. Q8_0 widens
-//   the int8 values to float times the block scale (no quantization of the
-//   activations, so no extra error); with 12 or more rows it widens a tile
-//   of weight rows once into an f32 buffer that every row then reads.
+//   rows of a block are read again from L1 by the next 4 rows. Q8_0 weights
+//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512: 1, AVX2:
+//   16, SSE2: 11) instead meet activations quantized once per call to Q8_0-style blocks
+//   (d = max|x| / 127, int8 values) in integer dot products (AVX-512 VNNI,
+//   AVX2), one float scale per 32 values, as llama.cpp's CPU backend: an
+//   error of at most half a quantization step per activation, and results
+//   bit-identical across kernel variants (detail/matmul_q8_kernels.hpp).
 // - more rows (prefill, batched decode): cache-blocked GEMM. A thread takes a
 //   panel of output columns, widens those weight rows once into an f32 panel
 //   laid out for the micro-kernel (k-major, one vector width of columns per

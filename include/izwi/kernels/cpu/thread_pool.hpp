@@ -69,7 +69,12 @@ class ThreadPool {
     void* reserve(std::size_t bytes);
   };
 
-  void run(std::size_t n_tasks, TaskFn fn, void* context);
+  // Always inlined into parallel_for: an out-of-line copy emitted by a kernel
+  // variant compiled with AVX flags would be one symbol the linker could
+  // pick for every caller (test/kernels/check_variant_symbols.cmake); GCC
+  // stopped inlining it on its own once the avx512 variant had enough
+  // parallel_for instantiations.
+  [[gnu::always_inline]] void run(std::size_t n_tasks, TaskFn fn, void* context);
   void run_tasks(std::size_t worker) noexcept;
   void worker_main(std::size_t worker) noexcept;
 

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/detail/matmul_q8_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
@@ -611,20 +612,22 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulOut
   });
 }
 
-template <class Arch>
+/// Dot: how Q8_0 weights' integer dot products are computed (matmul_q8_kernels.hpp).
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                          ThreadPool& pool) noexcept {
   if (m == 0 || count == 0) return;
-  if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
+  if (m <= q8_quantized_max_rows<Arch, Dot> && all_q8_0(outs, count)) q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+  else if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
   else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, outs, count, pool);
   else gemm<Arch>(x, ldx, m, outs, count, pool);
 }
 
-template <class Arch>
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept {
   const MatmulOutput out{&w, y, ldy};
-  matmul_group<Arch>(x, ldx, m, &out, 1, pool);
+  matmul_group<Arch, Dot>(x, ldx, m, &out, 1, pool);
 }
 
 /// The GEMM for every m: its micro-kernel sums each output element over k in

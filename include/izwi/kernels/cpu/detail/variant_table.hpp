@@ -27,13 +27,16 @@ void paged_attention_entry(const float* q, const AttentionSequence* seqs, std::s
   paged_attention<Arch>(q, std::span<const AttentionSequence>(seqs, num_seqs), kv, shape, out, pool);
 }
 
-template <class Arch>
+/// Dot: the Q8_0 matmuls' int8 dot product (the "avx512" tables of CPUs with
+/// and without VNNI differ only there).
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
 constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
       .lanes = Simd<Arch>::lanes,
-      .matmul = &matmul<Arch>,
-      .matmul_group = &matmul_group<Arch>,
+      .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
+      .matmul = &matmul<Arch, Dot>,
+      .matmul_group = &matmul_group<Arch, Dot>,
       .matmul_batch_invariant = &matmul_batch_invariant<Arch>,
       .matmul_group_batch_invariant = &matmul_group_batch_invariant<Arch>,
       .dequantize_row = &dequantize_row_entry<Arch>,

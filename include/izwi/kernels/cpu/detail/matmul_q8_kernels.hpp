@@ -1,0 +1,381 @@
+#pragma once
+// Q8_0 weights times activations quantized to Q8_0-style blocks, with integer
+// dot products: the GEMV paths (decode, batched decode: m <= gemv_max_rows)
+// of matmul() for Q8_0 weights. Instantiated by the kernel variant
+// translation units through matmul_kernels.hpp.
+//
+// The algorithm (the same in every variant, bit for bit):
+// 1. Once per matmul call, before the threads start, every activation row is
+//    cut into blocks of 32 values and each block quantized: d = max|x| / 127
+//    (a float), q[i] = round-to-nearest-even(x[i] * (127 / max|x|)), |q| <=
+//    127. A block with an infinite or NaN value gets d = NaN (the output is
+//    NaN, as the float product would be); one whose max|x| is below about
+//    4e-37 (127 / max|x| overflows) counts as zero.
+// 2. For each weight block and activation block, s = sum q_w[i] * q_x[i]
+//    exactly in int32 (|s| <= 32 * 128 * 127).
+// 3. y = sum over blocks, in block order, of double(s) * double(d_w * d_x),
+//    with d_w * d_x rounded to float: the product of a 20-bit integer and a
+//    24-bit float is exact in a double, so a fused or unfused multiply-add
+//    gives the same sum, and every variant adds the same doubles in the same
+//    order. y is that double rounded to float.
+// The error against the float product is the activations' rounding, at most
+// d_x / 2 per value (llama.cpp quantizes activations the same way for its
+// Q8_0 dot products); the gain is that the weights are never widened: 32
+// multiplies per block are 1 (VNNI) or 2 (AVX2) integer instructions on one
+// vector, then one float multiply per block.
+//
+// The int8 dot products of one block, per variant (Int8Dot):
+//   generic  a plain loop (scalar, SSE2: the compiler vectorises what it can)
+//   avx2     the sign trick: |w| as unsigned bytes times x * sign(w) as signed
+//            bytes with vpmaddubsw (pairs, into int16: at most 2 * 128 * 127,
+//            no saturation), then vpmaddwd by ones into int32 (AVX2, and
+//            AVX-512 BW without VNNI on 256-bit vectors)
+//   vnni     w + 128 (w ^ 0x80) as unsigned bytes times x as signed bytes
+//            into int32 in one vpdpbusd (AVX-512 VNNI with VL), minus
+//            128 * (the block's sum of x, kept from step 1); written as inline assembly so that the avx512 translation
+//            unit needs no -mavx512vnni: only the "avx512" table of a CPU
+//            with VNNI reaches it (dispatch.hpp).
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/detail/simd.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
+
+/// How a variant computes the int8 dot product of two 32-value blocks.
+enum class Int8Dot { generic, avx2, vnni };
+
+template <class Arch>
+inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx512 ? Int8Dot::avx2 : Int8Dot::generic;
+
+/// Most activation rows for which the variant takes this path; with more,
+/// matmul widens the weights with F32 activations (matmul_kernels.hpp).
+/// Measured with weights in L2 (compute bound, 1 thread; indications from a
+/// loaded machine): AVX-512 from 2 rows is faster with its 16-lane FMA 4 x 4
+/// blocks and widened tiles (the per-block int32 reduction and scaling here
+/// cost more than its integer products save: m = 4 15.6 vs 19.4 us, m = 16
+/// 56 vs 81 us for 256 x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
+/// gains at every m (1: 28 -> 41 GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9); the
+/// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
+/// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
+template <class Arch, Int8Dot Dot>
+inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? 1
+                                                     : Dot == Int8Dot::avx2 ? gemv_max_rows
+                                                                            : 11;
+
+/// Activation rows quantized to Q8_0-style blocks (step 1 above).
+struct QuantizedRows {
+  const std::int8_t* q = nullptr;  // m rows of k values; row r at q + r * k
+  const float* d = nullptr;        // m rows of k / 32 block scales
+  const std::int32_t* sums = nullptr;  // m rows of k / 32 block sums of q (the VNNI path's correction)
+  std::size_t k = 0;
+};
+
+/// One block of 32 activations: its scale, and q (step 1 above), and the sum of q.
+inline float quantize_q8_block(const float* x, std::int8_t* q, std::int32_t& sum) noexcept {
+  float amax = 0.0f;
+  bool finite = true;
+  for (std::size_t i = 0; i < q8_0_block_values; ++i) {
+    const float a = std::fabs(x[i]);
+    finite = finite && a <= FLT_MAX;  // false for inf and NaN
+    amax = std::max(amax, a);
+  }
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  if (!finite || !(inv <= FLT_MAX) || amax == 0.0f) {
+    std::memset(q, 0, q8_0_block_values);
+    sum = 0;
+    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  }
+  sum = 0;
+  for (std::size_t i = 0; i < q8_0_block_values; ++i) {
+    q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inv));
+    sum += q[i];
+  }
+  return amax / 127.0f;
+}
+
+#if defined(__AVX2__)
+/// quantize_q8_block with 256-bit vectors, the same values: the same max,
+/// the same scalar scale, vroundps to nearest even (as nearbyint), exact
+/// integer sums. (The scalar loop cost 1-2 us per 1024 values, serial
+/// before the threads start.)
+inline float quantize_q8_block_avx2(const float* x, std::int8_t* q, std::int32_t& sum) noexcept {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 v[4], amax_v = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax_v = _mm256_max_ps(amax_v, _mm256_and_ps(v[i], abs_mask));  // NaN lanes drop out: caught below
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, amax_v);
+  float amax = 0.0f;
+  for (float l : lanes) amax = std::max(amax, l);
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  if (!(amax <= FLT_MAX) || !(inv <= FLT_MAX) || amax == 0.0f) return quantize_q8_block(x, q, sum);  // rare
+  const __m256 scale = _mm256_set1_ps(inv);
+  __m256i n[4];
+  for (int i = 0; i < 4; ++i)
+    n[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // A NaN (which max skipped) converts to INT_MIN: redo the block the slow way.
+  const __m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi32(n[0], _mm256_set1_epi32(INT32_MIN)),
+                                                       _mm256_cmpeq_epi32(n[1], _mm256_set1_epi32(INT32_MIN))),
+                                      _mm256_or_si256(_mm256_cmpeq_epi32(n[2], _mm256_set1_epi32(INT32_MIN)),
+                                                       _mm256_cmpeq_epi32(n[3], _mm256_set1_epi32(INT32_MIN))));
+  if (!_mm256_testz_si256(bad, bad)) return quantize_q8_block(x, q, sum);
+  // int32 -> int8 (values in -127..127: the saturating packs are exact), back into order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+  const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+  const __m256i total = _mm256_add_epi32(_mm256_add_epi32(n[0], n[1]), _mm256_add_epi32(n[2], n[3]));
+  alignas(32) std::int32_t parts[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(parts), total);
+  sum = 0;
+  for (std::int32_t part : parts) sum += part;
+  return amax / 127.0f;
+}
+#endif
+
+/// Rows [r0, r1) of x (k values each, k a multiple of 32) into q, d and sums
+/// laid out as QuantizedRows.
+inline void quantize_q8_rows(const float* x, std::size_t ldx, std::size_t r0, std::size_t r1, std::size_t k,
+                             std::int8_t* q, float* d, std::int32_t* sums) noexcept {
+  const std::size_t blocks = k / q8_0_block_values;
+  for (std::size_t r = r0; r < r1; ++r)
+    for (std::size_t b = 0; b < blocks; ++b)
+#if defined(__AVX2__)
+      d[r * blocks + b] = quantize_q8_block_avx2(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
+                                                 sums[r * blocks + b]);
+#else
+      d[r * blocks + b] = quantize_q8_block(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
+                                            sums[r * blocks + b]);
+#endif
+}
+
+/// A Q8_0 weight block's scale (its first two bytes, binary16).
+inline float q8_block_scale(const std::byte* block) noexcept {
+  std::uint16_t bits;
+  std::memcpy(&bits, block, 2);
+  return f16_bits_to_f32(bits);
+}
+
+/// Exact int32 dot product of two blocks of 32 int8 values.
+inline std::int32_t dot_q8_block(const std::int8_t* a, const std::int8_t* b) noexcept {
+  std::int32_t s = 0;
+  for (std::size_t i = 0; i < q8_0_block_values; ++i) s += std::int32_t{a[i]} * std::int32_t{b[i]};
+  return s;
+}
+
+/// Weight rows per tile: the int32 sums of one block of 4 weight rows are
+/// reduced together (one transpose-add) and scaled with one vector multiply.
+inline constexpr std::size_t q8_tile_cols = 4;
+
+/// Activation rows per register block: each weight block, loaded once,
+/// feeds R activation rows (AVX2: 16 vector registers allow 2).
+template <class Arch>
+inline constexpr std::size_t q8_tile_rows = Simd<Arch>::avx2 ? 2 : 4;
+
+/// Generic tile: R activation rows from r0 x weight rows n .. n+cols-1
+/// (cols <= 4) over all blocks; prefetches the 4 weight rows after them
+/// when `prefetch` (the first rows over these weights).
+template <std::size_t R>
+inline void q8_tile_generic(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                            std::size_t cols, float* y, std::size_t ldy, bool prefetch) noexcept {
+  constexpr std::size_t C = q8_tile_cols;
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[C];
+  const std::byte* next[C];
+  for (std::size_t c = 0; c < C; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));  // past `cols`: computed, not written
+    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
+  }
+  double acc[R][C] = {};
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::int8_t* xb = xq.q + (r0 + r) * xq.k + b * q8_0_block_values;
+      const float dx = xq.d[(r0 + r) * blocks + b];
+      for (std::size_t c = 0; c < C; ++c) {
+        const std::byte* block = rows[c] + offset;
+        const std::int32_t s = dot_q8_block(reinterpret_cast<const std::int8_t*>(block + 2), xb);
+        acc[r][c] += double(s) * double(q8_block_scale(block) * dx);
+      }
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + n + c] = static_cast<float>(acc[r][c]);
+}
+
+#if defined(__AVX2__)
+/// 8 int32 partial sums of |w| (unsigned bytes) times x * sign(w) (signed bytes).
+template <Int8Dot Dot>
+inline __m256i int8_dot_partial(__m256i magnitude, __m256i signed_x) noexcept {
+  if constexpr (Dot == Int8Dot::vnni) {
+    __m256i sum = _mm256_setzero_si256();
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(magnitude), "v"(signed_x));
+    return sum;
+  } else {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), _mm256_set1_epi16(1));
+  }
+}
+
+/// The int32 dot products of one activation block (sum of its q: x_sum)
+/// with 4 weight blocks, in lanes 0..3. AVX2: `unsigned_w` holds |w| and
+/// `weights` the weights, for the signs (the sign trick). VNNI:
+/// `unsigned_w` holds w + 128 (w ^ 0x80), whose products with x are the
+/// wanted ones plus 128 * x_sum, taken off after the reduction: one
+/// vpdpbusd per block and no sign instruction.
+template <Int8Dot Dot>
+inline __m128i q8_block_sums4(const __m256i (&unsigned_w)[4], const __m256i (&weights)[4], const std::int8_t* xb,
+                              std::int32_t x_sum) noexcept {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb));
+  // Named values, not an array: GCC kept an array of them on the stack (-15%).
+  __m256i p0, p1, p2, p3;
+  if constexpr (Dot == Int8Dot::vnni) {
+    p0 = int8_dot_partial<Dot>(unsigned_w[0], x);
+    p1 = int8_dot_partial<Dot>(unsigned_w[1], x);
+    p2 = int8_dot_partial<Dot>(unsigned_w[2], x);
+    p3 = int8_dot_partial<Dot>(unsigned_w[3], x);
+  } else {  // x * sign(w): |x| <= 127, so no overflow
+    p0 = int8_dot_partial<Dot>(unsigned_w[0], _mm256_sign_epi8(x, weights[0]));
+    p1 = int8_dot_partial<Dot>(unsigned_w[1], _mm256_sign_epi8(x, weights[1]));
+    p2 = int8_dot_partial<Dot>(unsigned_w[2], _mm256_sign_epi8(x, weights[2]));
+    p3 = int8_dot_partial<Dot>(unsigned_w[3], _mm256_sign_epi8(x, weights[3]));
+  }
+  // Lane l of 128-bit half h: the sum of elements 4h..4h+3 of p<l>.
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  return Dot == Int8Dot::vnni ? _mm_sub_epi32(s, _mm_set1_epi32(128 * x_sum)) : s;
+}
+
+/// The generic tile's arithmetic with 256-bit integer dot products; the 4
+/// weight rows' sums of a row live in the 4 doubles of one vector.
+template <Int8Dot Dot, std::size_t R>
+inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                         std::size_t cols, float* y, std::size_t ldy, bool prefetch) noexcept {
+  constexpr std::size_t C = q8_tile_cols;
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[C];
+  const std::byte* next[C];
+  for (std::size_t c = 0; c < C; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));
+    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
+  }
+  __m256d acc[R];
+  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
+    __m256i weights[4], unsigned_w[4];
+    std::uint16_t scale_bits[4];
+    for (std::size_t c = 0; c < C; ++c) {
+      std::memcpy(&scale_bits[c], rows[c] + offset, 2);
+      weights[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[c] + offset + 2));
+      unsigned_w[c] = Dot == Int8Dot::vnni ? _mm256_xor_si256(weights[c], _mm256_set1_epi8(char(0x80)))
+                                           : _mm256_abs_epi8(weights[c]);  // -128 -> 128 as an unsigned byte
+    }
+    std::uint64_t packed;
+    std::memcpy(&packed, scale_bits, 8);
+    const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));  // exact
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.q + (r0 + r) * xq.k + b * q8_0_block_values,
+                                            xq.sums[(r0 + r) * blocks + b]);
+      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[(r0 + r) * blocks + b]));
+      acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtepi32_pd(s), _mm256_cvtps_pd(d)));
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm256_cvtpd_ps(acc[r]));
+    for (std::size_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + n + c] = out[c];
+  }
+}
+#endif
+
+template <class Arch, Int8Dot Dot, std::size_t R>
+inline void q8_tile(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n, std::size_t cols,
+                    float* y, std::size_t ldy, bool prefetch) noexcept {
+#if defined(__AVX2__)
+  if constexpr (Dot != Int8Dot::generic) {
+    q8_tile_avx2<Dot, R>(xq, r0, w, n, cols, y, ldy, prefetch);
+    return;
+  }
+#endif
+  static_assert(Dot == Int8Dot::generic || Simd<Arch>::avx2 || Simd<Arch>::avx512, "integer dot needs AVX2");
+  q8_tile_generic<R>(xq, r0, w, n, cols, y, ldy, prefetch);
+}
+
+/// Weight rows [n0, n1) of w for all m quantized rows: 4 weight rows at a
+/// time, every group of R rows over them (the weights from L1 after the first).
+template <class Arch, Int8Dot Dot>
+inline void q8_columns(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0, std::size_t n1,
+                       float* y, std::size_t ldy) noexcept {
+  constexpr std::size_t R = q8_tile_rows<Arch>;
+  for (std::size_t n = n0; n < n1; n += q8_tile_cols) {
+    const std::size_t cols = std::min(q8_tile_cols, n1 - n);
+    std::size_t r = 0;
+    for (; r + R <= m; r += R) q8_tile<Arch, Dot, R>(xq, r, w, n, cols, y, ldy, r == 0);
+    for (; r < m; ++r) q8_tile<Arch, Dot, 1>(xq, r, w, n, cols, y, ldy, r == 0);
+  }
+}
+
+/// Whether every output's weights are Q8_0 (the integer path takes a group
+/// only whole, so that its outputs equal one matmul per weight).
+inline bool all_q8_0(const MatmulOutput* outs, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i)
+    if (outs[i].weight->dtype != DType::q8_0) return false;
+  return true;
+}
+
+/// q8_columns of one variant and dot product.
+using Q8ColumnsFn = void (*)(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0,
+                             std::size_t n1, float* y, std::size_t ldy) noexcept;
+
+/// matmul_group for Q8_0 weights and 1 to gemv_max_rows activation rows:
+/// quantizes the rows once into the pool's shared scratch, then splits the
+/// weight rows of all outputs over the threads (about 8 tasks per thread,
+/// whole tiles each), each running `columns`. (A function pointer rather
+/// than a template argument: the "avx512" tables with and without VNNI then
+/// share one parallel_for instantiation, and GCC keeps inlining the pool's
+/// run() into all of them; an out-of-line copy compiled with AVX-512 flags
+/// is a symbol the linker could pick for the SSE2 path, see
+/// test/kernels/check_variant_symbols.cmake.)
+template <class Arch>
+inline void q8_gemv_quantized(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
+                              std::size_t count, ThreadPool& pool, Q8ColumnsFn columns) noexcept {
+  const std::size_t k = outs[0].weight->cols;
+  const std::size_t q_bytes = (m * k + 63) / 64 * 64;
+  const std::size_t blocks = m * (k / q8_0_block_values);
+  auto* scratch = static_cast<std::byte*>(pool.shared_scratch(q_bytes + blocks * (sizeof(float) + sizeof(std::int32_t))));
+  auto* q = reinterpret_cast<std::int8_t*>(scratch);
+  auto* d = reinterpret_cast<float*>(scratch + q_bytes);
+  auto* sums = reinterpret_cast<std::int32_t*>(d + blocks);
+  quantize_q8_rows(x, ldx, 0, m, k, q, d, sums);
+  const QuantizedRows xq{q, d, sums, k};
+  std::size_t rows = 0;
+  for (std::size_t i = 0; i < count; ++i) rows += outs[i].weight->rows;
+  std::size_t chunk = (rows + pool.size() * 8 - 1) / (pool.size() * 8);
+  chunk = std::max<std::size_t>(16, (chunk + q8_tile_cols - 1) / q8_tile_cols * q8_tile_cols);
+  std::size_t first[matmul_group_max + 1] = {};
+  for (std::size_t i = 0; i < count; ++i) first[i + 1] = first[i] + (outs[i].weight->rows + chunk - 1) / chunk;
+  pool.parallel_for(first[count], [&](std::size_t task, std::size_t) {
+    std::size_t i = 0;
+    while (task >= first[i + 1]) ++i;
+    const WeightMatrix& w = *outs[i].weight;
+    const std::size_t n0 = (task - first[i]) * chunk;
+    columns(xq, m, w, n0, std::min(w.rows, n0 + chunk), outs[i].y, outs[i].ldy);
+  });
+}
+
+}  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT
