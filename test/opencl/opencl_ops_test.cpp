@@ -68,6 +68,45 @@ TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "
   }
 }
 
+TEST_CASE("every OpenCL matmul kernel equals the CPU's at every M and ragged N, K", "[opencl][ops][matmul]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  Backends b(ctx);
+  using Kernel = opencl::OpenClOps::MatmulKernel;
+  INFO("device " << ctx->description() << (ctx->has_subgroups() ? ", with sub-groups" : ", no sub-groups"));
+  // The automatic choice: the GEMV while its row sums fit, then the tiled GEMM
+  // (PoCL's work-groups hold its 8x8 items; a device whose cannot gets the naive one).
+  for (std::size_t m : {1u, 8u}) CHECK(b.gpu.matmul_kernel_for(m, DType::f16) == Kernel::gemv);
+  CHECK(b.gpu.matmul_kernel_for(9, DType::q8_0) == Kernel::tiled);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    // N odd and not a multiple of the 32-wide tile; K odd (Q8_0: whole
+    // blocks) and past one tile step, one short of the GEMV's work-group.
+    const std::size_t rows = 67;
+    for (std::size_t cols : dtype == DType::q8_0 ? std::vector<std::size_t>{96, 2080} : std::vector<std::size_t>{75, 257}) {
+      const auto w = kernel_test::make_weights(dtype, rows, cols, static_cast<std::uint32_t>(cols));
+      for (std::size_t m : {1u, 2u, 3u, 8u, 9u, 33u}) {
+        const auto x = kernel_test::random_floats(m * cols, static_cast<std::uint32_t>(m + cols));
+        std::vector<float> expected(m * rows);
+        b.cpu.matmul(x.data(), m, w.matrix, expected.data());
+        for (Kernel kernel : {Kernel::automatic, Kernel::naive, Kernel::gemv, Kernel::gemv_local_reduction,
+                              Kernel::tiled}) {
+          const bool gemv = kernel == Kernel::gemv || kernel == Kernel::gemv_local_reduction;
+          INFO("dtype " << to_string(dtype) << " m " << m << " k " << cols << " kernel " << static_cast<int>(kernel));
+          b.gpu.force_matmul_kernel(kernel);
+          std::vector<float> actual(m * rows, -1.0f);
+          if (gemv && m > opencl::gemv_max_rows) {
+            CHECK_THROWS_AS(b.gpu.matmul(x.data(), m, w.matrix, actual.data()), invalid_argument);
+            continue;
+          }
+          b.gpu.matmul(x.data(), m, w.matrix, actual.data());
+          CHECK(relative_error(actual, expected) <= f32_tolerance);
+        }
+        b.gpu.force_matmul_kernel(Kernel::automatic);
+      }
+    }
+  }
+}
+
 TEST_CASE("OpenClOps norms, rotary, SiLU-mul, add and gather equal the CPU's", "[opencl][ops]") {
   auto ctx = opencl_context();
   if (!ctx) return;

@@ -96,6 +96,11 @@ class Context {
   /// "PoCL 3.1 / pthread-skylake-avx512 (driver 3.1)", for logs.
   const std::string& description() const noexcept { return description_; }
   ProgramOrigin program_origin() const noexcept { return program_origin_; }
+  /// Whether the device has cl_khr_subgroups: the program is then built with
+  /// IZWI_HAVE_SUBGROUPS and its reductions may use sub-group functions.
+  bool has_subgroups() const noexcept { return has_subgroups_; }
+  /// The options the program was built with (part of the cache key).
+  const std::string& build_options() const noexcept { return build_options_; }
   /// The cache file of this device's program ("" when caching is off).
   const std::filesystem::path& program_cache_file() const noexcept { return cache_file_; }
 
@@ -112,6 +117,8 @@ class Context {
   cl_command_queue queue_ = nullptr;
   cl_program program_ = nullptr;
   std::string description_;
+  std::string build_options_;
+  bool has_subgroups_ = false;
   ProgramOrigin program_origin_ = ProgramOrigin::built_from_source;
   std::filesystem::path cache_file_;
 };

@@ -74,6 +74,9 @@ class OpenClOps {
   float* buffer(std::size_t slot, std::size_t floats);
 
   void embed(const weight_type& table, std::span<const TokenId> tokens, float* out);
+  /// y[m][rows] = x[m][cols] w^T. The kernel follows m (matmul_kernel_for):
+  /// a GEMV that reads each weight row once for all m rows while m is small
+  /// (decode), a tiled GEMM above.
   void matmul(const float* x, std::size_t m, const weight_type& w, float* y);
   struct MatmulTarget {
     const weight_type* weight;
@@ -82,6 +85,28 @@ class OpenClOps {
   void matmuls(const float* x, std::size_t m, std::initializer_list<MatmulTarget> targets) {
     for (const MatmulTarget& t : targets) matmul(x, m, *t.weight, t.y);
   }
+  /// The matrix-product kernels (kernels/opencl/sources.hpp).
+  enum class MatmulKernel {
+    automatic,             ///< matmul_kernel_for(m) decides
+    naive,                 ///< one work-item per output (the fallback)
+    gemv,                  ///< m <= gemv_max_rows; sub-group reduction where the device has them
+    gemv_local_reduction,  ///< the same with the local-memory reduction, sub-groups or not
+    tiled,                 ///< local-memory tiles, 4x4 outputs per work-item
+  };
+  /// Up to this many activation rows matmul() runs the GEMV kernel: a
+  /// product of so few rows is bound by reading the weights, which the GEMV
+  /// reads once for all of them (it keeps one sum per row per work-item,
+  /// hence the cap of its gemv_max_rows registers). Above it there is enough
+  /// reuse of each weight for the tiled GEMM's local-memory tiles to pay.
+  static constexpr std::size_t gemv_rows_limit = gemv_max_rows;
+  /// The kernel matmul() runs for m activation rows: gemv up to
+  /// gemv_rows_limit, else tiled, else (a device whose work-groups cannot
+  /// hold the tiled kernel's 8x8 items) naive; or the forced one.
+  MatmulKernel matmul_kernel_for(std::size_t m, DType dtype);
+  /// Tests and benchmarks: run every matmul on `kernel` (automatic: undo).
+  /// A forced GEMV with more than gemv_max_rows rows is an invalid_argument.
+  void force_matmul_kernel(MatmulKernel kernel) noexcept { forced_matmul_ = kernel; }
+
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out);
   void rms_norm_heads(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim, const float* weight,
                       float eps);
@@ -120,7 +145,13 @@ class OpenClOps {
   cl_mem upload_indices(const void* data, std::size_t bytes);
   cl_mem weight_buffer(const void* data, std::size_t bytes);
   cl_mem bind_view(const std::byte* address, cl_ulong& offset, const char* which);
-  void launch(const char* kernel, std::size_t global0, std::size_t global1);
+  /// local0 == 0: the driver picks the work-group size.
+  void launch(const char* kernel, std::size_t global0, std::size_t global1, std::size_t local0 = 0,
+              std::size_t local1 = 0);
+  /// CL_KERNEL_WORK_GROUP_SIZE of a kernel on this device (cached).
+  std::size_t kernel_group_limit(const char* kernel);
+  /// The GEMV's work-group size for rows of `units` work units (see impl).
+  std::size_t gemv_group_size(const char* kernel, std::size_t units);
   cl_kernel kernel(const char* name);
   template <class... Args>
   void set_args(const char* kernel, const Args&... args);
@@ -129,6 +160,8 @@ class OpenClOps {
   // Kernel objects of this ops' own: their arguments are set per call, so two
   // executors on one context (two engines, two threads) must not share them.
   std::map<std::string, cl_kernel, std::less<>> kernels_;
+  std::map<std::string, std::size_t, std::less<>> group_limits_;
+  MatmulKernel forced_matmul_ = MatmulKernel::automatic;
   std::vector<DeviceBuffer> scratch_;
   std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;

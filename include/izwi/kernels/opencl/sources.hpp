@@ -10,15 +10,41 @@
 // alignment). Weights are rows of `row_bytes` bytes in their stored type,
 // widened to f32 element by element (f16 through vload_half, which needs no
 // cl_khr_fp16; bf16 by a shift; Q8_0 as ggml's 34-byte blocks of an f16 scale
-// and 32 int8 values). One work-item per output element: simple and
-// portable; a tiled, sub-group aware GEMM is future work (docs/opencl.md).
+// and 32 int8 values).
+//
+// Matrix products come in three kernels (OpenClOps picks by the number of
+// activation rows M, docs/opencl.md):
+//   gemv_*        M <= GEMV_MAX_ROWS (decode, small decode batches): one
+//                 work-group per weight row; its work-items stride over k so
+//                 that neighbours read neighbouring weights, each keeps one
+//                 sum per activation row (the weight row is read once for all
+//                 M), then a work-group reduction: sub_group_reduce_add and
+//                 local memory across sub-groups where the device has
+//                 cl_khr_subgroups (the host then defines IZWI_HAVE_SUBGROUPS),
+//                 a local-memory tree otherwise.
+//   gemm_tiled_*  larger M (prefill, big batches): 32x32 output tiles per
+//                 8x8 work-group, x and the widened weights staged through
+//                 local memory 16 columns of k at a time, 4x4 outputs per
+//                 work-item in registers.
+//   matmul_*      one work-item per output: the fallback for a device whose
+//                 work-groups cannot hold the tiled kernel's 64 items.
+
+#include <cstddef>
 
 namespace izwi::opencl {
 
 inline constexpr int max_head_dim = 256;
+/// Activation rows one gemv_* launch serves (its per-work-item sums).
+inline constexpr std::size_t gemv_max_rows = 8;
+/// The tiled GEMM's fixed work-group shape and output tile (see the kernel).
+inline constexpr std::size_t gemm_work_group_side = 8, gemm_tile = 32;
 
 inline constexpr const char* kernel_source = R"CLC(
 #define MAX_HEAD_DIM 256
+#define GEMV_MAX_ROWS 8
+#ifdef IZWI_HAVE_SUBGROUPS
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
 
 inline float load_f32(__global const uchar* w, ulong row_bytes, ulong r, uint c) {
   return ((__global const float*)(w + r * row_bytes))[c];
@@ -63,6 +89,132 @@ MATMUL(matmul_f32, load_f32)
 MATMUL(matmul_f16, load_f16)
 MATMUL(matmul_bf16, load_bf16)
 MATMUL(matmul_q8_0, load_q8_0)
+
+/* Sums each of the m per-work-item values acc[r] over the work-group and
+   writes the totals to y[r][row]. scratch: GEMV_MAX_ROWS * local size floats;
+   the local size is a power of two (the host picks it). */
+inline void gemv_reduce(float* acc, uint m, __local float* scratch, uint use_subgroups,
+                        __global float* y, uint n, uint row) {
+  const uint lid = get_local_id(0), wg = get_local_size(0);
+#ifdef IZWI_HAVE_SUBGROUPS
+  if (use_subgroups) {
+    const uint sg = get_sub_group_id(), sgs = get_num_sub_groups();
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r) {
+      if (r >= m) break;
+      const float s = sub_group_reduce_add(acc[r]);
+      if (get_sub_group_local_id() == 0) scratch[r * sgs + sg] = s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < m) {
+      float total = 0.0f;
+      for (uint i = 0; i < sgs; ++i) total += scratch[lid * sgs + i];
+      y[(ulong)lid * n + row] = total;
+    }
+    return;
+  }
+#endif
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+    if (r < m) scratch[r * wg + lid] = acc[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint half_size = wg / 2u; half_size > 0u; half_size /= 2u) {
+    if (lid < half_size)
+      for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+        if (r < m) scratch[r * wg + lid] += scratch[r * wg + lid + half_size];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid < m) y[(ulong)lid * n + row] = scratch[lid * wg];
+}
+
+/* y[r][row] for r < m <= GEMV_MAX_ROWS, one work-group per weight row: item
+   i takes columns i, i + local size, ... (neighbouring items, neighbouring
+   weights) and keeps a sum per activation row. */
+#define GEMV(NAME, LOAD)                                                                           \
+  __kernel void NAME(__global const float* x, ulong x_off, uint k, uint m, __global const uchar* w,  \
+                     ulong row_bytes, uint n, __global float* y, ulong y_off,                      \
+                     __local float* scratch, uint use_subgroups) {                                 \
+    const uint row = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);               \
+    __global const float* xr = x + x_off;                                                          \
+    float acc[GEMV_MAX_ROWS];                                                                      \
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r) acc[r] = 0.0f;                                        \
+    for (uint c = lid; c < k; c += wg) {                                                           \
+      const float wv = LOAD(w, row_bytes, (ulong)row, c);                                          \
+      for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                     \
+        if (r < m) acc[r] = fma(wv, xr[(ulong)r * k + c], acc[r]);                                 \
+    }                                                                                              \
+    gemv_reduce(acc, m, scratch, use_subgroups, y + y_off, n, row);                                \
+  }
+GEMV(gemv_f32, load_f32)
+GEMV(gemv_f16, load_f16)
+GEMV(gemv_bf16, load_bf16)
+
+/* Q8_0: the unit of work is a quarter block (8 int8 values), so neighbouring
+   items read neighbouring 8-byte runs and each widens 8 weights at once. */
+__kernel void gemv_q8_0(__global const float* x, ulong x_off, uint k, uint m, __global const uchar* w,
+                        ulong row_bytes, uint n, __global float* y, ulong y_off,
+                        __local float* scratch, uint use_subgroups) {
+  const uint row = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
+  __global const uchar* wrow = w + (ulong)row * row_bytes;
+  __global const float* xr = x + x_off;
+  float acc[GEMV_MAX_ROWS];
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r) acc[r] = 0.0f;
+  for (uint u = lid; u < k / 8u; u += wg) {
+    __global const uchar* block = wrow + (ulong)(u / 4u) * 34u;
+    const float scale = vload_half(0, (__global const half*)block);
+    const float8 wv = convert_float8(vload8(0, (__global const char*)(block + 2 + (u % 4u) * 8u))) * scale;
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+      if (r < m) {
+        const float8 xv = vload8(0, xr + (ulong)r * k + u * 8u);
+        acc[r] += dot(wv.lo, xv.lo) + dot(wv.hi, xv.hi);
+      }
+  }
+  gemv_reduce(acc, m, scratch, use_subgroups, y + y_off, n, row);
+}
+
+/* Tiled y = x w^T for larger m: an 8x8 work-group computes a 32x32 tile of y
+   (32 activation rows by 32 weight rows), item (tx, ty) the 4x4 outputs at
+   rows ty + 8i, columns tx + 8j (strided, so the local reads of one step
+   hit distinct banks). Each step stages 16 columns of k of x and of the
+   widened weights in local memory; values past m, n or k load as zero. */
+#define GEMM_TILE 32
+#define GEMM_TILE_K 16
+#define GEMM_SIDE 8
+#define GEMM_TILED(NAME, LOAD)                                                                     \
+  __kernel __attribute__((reqd_work_group_size(GEMM_SIDE, GEMM_SIDE, 1))) void NAME(               \
+      __global const float* x, ulong x_off, uint k, uint m, __global const uchar* w, ulong row_bytes, \
+      uint n, __global float* y, ulong y_off) {                                                    \
+    __local float xs[GEMM_TILE_K][GEMM_TILE + 1];                                                  \
+    __local float ws[GEMM_TILE_K][GEMM_TILE + 1];                                                  \
+    const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * GEMM_SIDE + tx;              \
+    const uint n0 = get_group_id(0) * GEMM_TILE, m0 = get_group_id(1) * GEMM_TILE;                 \
+    float acc[4][4];                                                                               \
+    for (uint i = 0; i < 4; ++i)                                                                   \
+      for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0f;                                               \
+    for (uint k0 = 0; k0 < k; k0 += GEMM_TILE_K) {                                                 \
+      for (uint e = lid; e < GEMM_TILE * GEMM_TILE_K; e += GEMM_SIDE * GEMM_SIDE) {                \
+        const uint t = e / GEMM_TILE_K, c = e % GEMM_TILE_K, gk = k0 + c;                          \
+        xs[c][t] = (m0 + t < m && gk < k) ? x[x_off + (ulong)(m0 + t) * k + gk] : 0.0f;            \
+        ws[c][t] = (n0 + t < n && gk < k) ? LOAD(w, row_bytes, (ulong)(n0 + t), gk) : 0.0f;        \
+      }                                                                                            \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+      for (uint c = 0; c < GEMM_TILE_K; ++c) {                                                     \
+        float a[4], b[4];                                                                          \
+        for (uint i = 0; i < 4; ++i) a[i] = xs[c][ty + GEMM_SIDE * i];                             \
+        for (uint j = 0; j < 4; ++j) b[j] = ws[c][tx + GEMM_SIDE * j];                             \
+        for (uint i = 0; i < 4; ++i)                                                               \
+          for (uint j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);                     \
+      }                                                                                            \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    }                                                                                              \
+    for (uint i = 0; i < 4; ++i)                                                                   \
+      for (uint j = 0; j < 4; ++j) {                                                               \
+        const uint gm = m0 + ty + GEMM_SIDE * i, gn = n0 + tx + GEMM_SIDE * j;                     \
+        if (gm < m && gn < n) y[y_off + (ulong)gm * n + gn] = acc[i][j];                           \
+      }                                                                                            \
+  }
+GEMM_TILED(gemm_tiled_f32, load_f32)
+GEMM_TILED(gemm_tiled_f16, load_f16)
+GEMM_TILED(gemm_tiled_bf16, load_bf16)
+GEMM_TILED(gemm_tiled_q8_0, load_q8_0)
 
 /* RMSNorm of row get_global_id(0) of n values (rows back to back; a head is a row). */
 __kernel void rms_norm(__global const float* x, ulong x_off, uint n, __global const float* weight, float eps,

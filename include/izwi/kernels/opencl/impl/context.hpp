@@ -185,6 +185,11 @@ inline std::shared_ptr<Context> Context::create(const ContextOptions& options) {
   ctx->description_ = detail::platform_info_string(ctx->platform_, CL_PLATFORM_NAME) + " / " +
                       detail::device_info_string(ctx->device_, CL_DEVICE_NAME) + " (driver " +
                       detail::device_info_string(ctx->device_, CL_DRIVER_VERSION) + ")";
+  // Sub-groups: the kernels' reductions use them where the device says it
+  // has them (OpenCL 1.2 kernels see them only through cl_khr_subgroups).
+  const std::string extensions = " " + detail::device_info_string(ctx->device_, CL_DEVICE_EXTENSIONS) + " ";
+  ctx->has_subgroups_ = extensions.find(" cl_khr_subgroups ") != std::string::npos;
+  ctx->build_options_ = ctx->has_subgroups_ ? "-cl-std=CL1.2 -DIZWI_HAVE_SUBGROUPS=1" : "-cl-std=CL1.2";
   std::filesystem::path cache_dir = options.program_cache_dir;
   if (cache_dir.empty()) cache_dir = detail::default_program_cache_dir();
   if (cache_dir == "-") cache_dir.clear();
@@ -193,7 +198,7 @@ inline std::shared_ptr<Context> Context::create(const ContextOptions& options) {
 }
 
 inline void Context::build_program(const std::filesystem::path& cache_dir) {
-  static constexpr const char* build_options = "-cl-std=CL1.2";
+  const char* build_options = build_options_.c_str();
   if (!cache_dir.empty()) {
     // Keyed by everything that changes the binary: device, driver, platform, source, options.
     std::string key = description_ + '\n' + detail::platform_info_string(platform_, CL_PLATFORM_VERSION) + '\n' +

@@ -137,19 +137,67 @@ inline OpenClOps::~OpenClOps() {
   for (auto& [name, k] : kernels_) clReleaseKernel(k);
 }
 
+namespace detail {
+/// A __local float[count] kernel argument (set by size, no value).
+struct LocalFloats {
+  std::size_t count = 0;
+};
+template <class T>
+void set_kernel_arg(cl_kernel k, cl_uint index, const T& value, const char* name) {
+  check(clSetKernelArg(k, index, sizeof(T), &value), std::string("clSetKernelArg of ") + name);
+}
+inline void set_kernel_arg(cl_kernel k, cl_uint index, const LocalFloats& local, const char* name) {
+  check(clSetKernelArg(k, index, local.count * sizeof(float), nullptr), std::string("clSetKernelArg of ") + name);
+}
+}  // namespace detail
+
 template <class... Args>
 void OpenClOps::set_args(const char* name, const Args&... args) {
   cl_kernel k = kernel(name);
   cl_uint index = 0;
-  ((check(clSetKernelArg(k, index++, sizeof(Args), &args), std::string("clSetKernelArg of ") + name)), ...);
+  (detail::set_kernel_arg(k, index++, args, name), ...);
 }
 
-inline void OpenClOps::launch(const char* name, std::size_t global0, std::size_t global1) {
+inline void OpenClOps::launch(const char* name, std::size_t global0, std::size_t global1, std::size_t local0,
+                              std::size_t local1) {
   if (global0 == 0 || global1 == 0) return;
   const std::size_t global[2] = {global0, global1};
-  check(clEnqueueNDRangeKernel(context_->queue(), kernel(name), 2, nullptr, global, nullptr, 0, nullptr,
-                               nullptr),
+  const std::size_t local[2] = {local0, local1 ? local1 : 1};
+  check(clEnqueueNDRangeKernel(context_->queue(), kernel(name), 2, nullptr, global, local0 ? local : nullptr, 0,
+                               nullptr, nullptr),
         std::string("clEnqueueNDRangeKernel(") + name + ")");
+}
+
+inline std::size_t OpenClOps::kernel_group_limit(const char* name) {
+  if (auto it = group_limits_.find(name); it != group_limits_.end()) return it->second;
+  std::size_t limit = 0;
+  check(clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit,
+                                 nullptr),
+        std::string("clGetKernelWorkGroupInfo(") + name + ")");
+  group_limits_.emplace(name, limit);
+  return limit;
+}
+
+inline std::size_t OpenClOps::gemv_group_size(const char* name, std::size_t units) {
+  // 256 items: enough loads in flight per weight row to cover memory latency
+  // on a GPU while the log2 reduction steps stay few; never more than the
+  // kernel may have on this device, nor than its local memory holds (the
+  // reduction needs gemv_max_rows floats per item). A power of two, for the
+  // tree reduction; narrower for short rows, but not below the kernel's
+  // preferred multiple (the SIMD width), which would idle lanes.
+  constexpr std::size_t target = 256;
+  cl_ulong local_bytes = 0;
+  check(clGetDeviceInfo(context_->device(), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr),
+        "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
+  std::size_t preferred = 1;
+  clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                           sizeof preferred, &preferred, nullptr);
+  const std::size_t limit = std::min({target, kernel_group_limit(name),
+                                      static_cast<std::size_t>(local_bytes / (gemv_max_rows * sizeof(float)))});
+  std::size_t size = 1;
+  while (size * 2 <= limit) size *= 2;
+  while (size / 2 >= std::max<std::size_t>({units, preferred, 1})) size /= 2;
+  return size;
 }
 
 namespace detail {
@@ -188,17 +236,51 @@ inline void OpenClOps::embed(const weight_type& table, std::span<const TokenId> 
   finish(o);
 }
 
+inline OpenClOps::MatmulKernel OpenClOps::matmul_kernel_for(std::size_t m, DType dtype) {
+  if (forced_matmul_ != MatmulKernel::automatic) return forced_matmul_;
+  if (m <= gemv_rows_limit) return MatmulKernel::gemv;
+  std::string name;
+  const std::size_t side = gemm_work_group_side;
+  return kernel_group_limit(detail::weight_kernel("gemm_tiled", dtype, name)) >= side * side ? MatmulKernel::tiled
+                                                                                              : MatmulKernel::naive;
+}
+
 inline void OpenClOps::matmul(const float* x, std::size_t m, const weight_type& w, float* y) {
   staging_used_ = 0;
   if (m == 0) return;
+  const MatmulKernel choice = matmul_kernel_for(m, w.dtype);
+  const bool gemv = choice == MatmulKernel::gemv || choice == MatmulKernel::gemv_local_reduction;
+  if (gemv && m > gemv_max_rows)
+    throw invalid_argument("m", "OpenCL: the GEMV kernel takes at most " + std::to_string(gemv_max_rows) +
+                                    " activation rows, not " + std::to_string(m));
   std::string name;
-  const char* kernel_name = detail::weight_kernel("matmul", w.dtype, name);
+  const char* kernel_name = detail::weight_kernel(gemv                           ? "gemv"
+                                                  : choice == MatmulKernel::tiled ? "gemm_tiled"
+                                                                                  : "matmul",
+                                                  w.dtype, name);
   const cl_mem wb = weight_buffer(w.data, w.rows * w.row_bytes());
   const Bound in = bind(x, m * w.cols, Direction::in);
   const Bound out = bind(y, m * w.rows, Direction::out);
-  set_args(kernel_name, in.mem, in.offset, static_cast<cl_uint>(w.cols), wb, cl_ulong{w.row_bytes()},
-           static_cast<cl_uint>(w.rows), out.mem, out.offset);
-  launch(kernel_name, detail::round_up(w.rows, 64), m);
+  const auto k = static_cast<cl_uint>(w.cols), n = static_cast<cl_uint>(w.rows);
+  if (gemv) {
+    const std::size_t units = w.dtype == DType::q8_0 ? w.cols / 8 : w.cols;  // Q8_0: 8 values per unit
+    const std::size_t group = gemv_group_size(kernel_name, units);
+    const cl_uint use_subgroups = context_->has_subgroups() && choice == MatmulKernel::gemv ? 1u : 0u;
+    set_args(kernel_name, in.mem, in.offset, k, static_cast<cl_uint>(m), wb, cl_ulong{w.row_bytes()}, n, out.mem,
+             out.offset, detail::LocalFloats{gemv_max_rows * group}, use_subgroups);
+    launch(kernel_name, w.rows * group, 1, group, 1);
+  } else if (choice == MatmulKernel::tiled) {
+    if (kernel_group_limit(kernel_name) < gemm_work_group_side * gemm_work_group_side)
+      throw invalid_argument("matmul", "OpenCL: this device cannot run the tiled GEMM's 8x8 work-groups");
+    set_args(kernel_name, in.mem, in.offset, k, static_cast<cl_uint>(m), wb, cl_ulong{w.row_bytes()}, n, out.mem,
+             out.offset);
+    const std::size_t side = gemm_work_group_side;
+    launch(kernel_name, (w.rows + gemm_tile - 1) / gemm_tile * side, (m + gemm_tile - 1) / gemm_tile * side, side,
+           side);
+  } else {
+    set_args(kernel_name, in.mem, in.offset, k, wb, cl_ulong{w.row_bytes()}, n, out.mem, out.offset);
+    launch(kernel_name, detail::round_up(w.rows, 64), m);
+  }
   finish(out);
 }
 
