@@ -657,7 +657,7 @@ TEST_CASE("Transcriber: beam_size 1 decodes greedily, beam_size 5 finds the like
   }
 }
 
-TEST_CASE("Transcriber: a beam result that fails the thresholds falls back to sampling; best_of keeps the likeliest sample",
+TEST_CASE("Transcriber: a beam result that fails the thresholds falls back to sampling, and best_of keeps the likeliest sample",
           "[asr][beam]") {
   // Every beam is unlikely (avg log-probability below -1): 0.2 is tried, as sampling.
   FakeEngine fake;
