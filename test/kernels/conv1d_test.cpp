@@ -20,6 +20,13 @@ namespace kc = izwi::kernels::cpu;
 
 namespace {
 
+/// The first n floats of a and b are the same bits (n = 0: true, with no
+/// call to memcmp, whose pointers may not be null even then).
+bool same_bits(const float* a, const float* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+
 void check_snake_beta(const kc::KernelTable& kernels) {
   for (std::size_t channels : {1, 7, 33, 130, 1536}) {
     INFO("channels " << channels);
@@ -51,11 +58,11 @@ void check_snake_beta(const kc::KernelTable& kernels) {
       // the rows beside it (one row at a time = all rows at once).
       std::vector<float> in_place = x;
       kernels.snake_beta(in_place.data(), in_place.data(), rows, channels, b, alpha.data(), inv_beta.data());
-      REQUIRE(std::memcmp(in_place.data(), y.data(), y.size() * sizeof(float)) == 0);
+      REQUIRE(same_bits(in_place.data(), y.data(), y.size()));
       for (std::size_t r = 0; r < rows; ++r) {
         std::vector<float> one(channels);
         kernels.snake_beta(x.data() + r * channels, one.data(), 1, channels, b, alpha.data(), inv_beta.data());
-        REQUIRE(std::memcmp(one.data(), y.data() + r * channels, channels * sizeof(float)) == 0);
+        REQUIRE(same_bits(one.data(), y.data() + r * channels, channels));
       }
     }
   }
@@ -96,8 +103,8 @@ void check_overlap_add(const kc::KernelTable& kernels) {
         for (std::size_t u = 0; u < n * s + ov; u += piece)
           kernels.transposed_conv_overlap_add(products.data(), n, k, s, c, ov ? carry.data() : nullptr, bias.data(),
                                               u, std::min(n * s + ov, u + piece), out.data(), carry_out.data());
-        REQUIRE(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)) == 0);
-        REQUIRE(std::memcmp(carry_out.data(), ref.data() + out.size(), carry_out.size() * sizeof(float)) == 0);
+        REQUIRE(same_bits(out.data(), ref.data(), out.size()));
+        REQUIRE(same_bits(carry_out.data(), ref.data() + out.size(), carry_out.size()));
       }
       // Streaming: 2 rows then 3 rows, the carry passed on, equal the 5 rows at once.
       const std::vector<float> zero(ov * c, 0.0f);
@@ -107,8 +114,8 @@ void check_overlap_add(const kc::KernelTable& kernels) {
                                           2 * s + ov, out.data(), carry1.data());
       kernels.transposed_conv_overlap_add(products.data() + 2 * k * c, 3, k, s, c, ov ? carry1.data() : nullptr,
                                           bias.data(), 0, 3 * s + ov, out.data() + 2 * s * c, carry2.data());
-      REQUIRE(std::memcmp(out.data(), whole.data(), out.size() * sizeof(float)) == 0);
-      REQUIRE(std::memcmp(carry2.data(), whole.data() + out.size(), carry2.size() * sizeof(float)) == 0);
+      REQUIRE(same_bits(out.data(), whole.data(), out.size()));
+      REQUIRE(same_bits(carry2.data(), whole.data() + out.size(), carry2.size()));
     }
 }
 
@@ -138,7 +145,7 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
       std::vector<float> expected(sh.m * ldy, 5.0f), y(sh.m * ldy, 5.0f);
       kernels.matmul_batch_invariant(columns.data(), k, sh.m, w.matrix, expected.data(), ldy, pool);
       kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, y.data(), ldy, pool);
-      REQUIRE(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);  // padding untouched too
+      REQUIRE(same_bits(y.data(), expected.data(), y.size()));  // padding untouched too
       // And it is the convolution: the first and last rows against a double sum.
       for (const std::size_t r : {std::size_t{0}, sh.m - 1})
         for (std::size_t o = 0; o < sh.n; ++o) {
@@ -155,7 +162,7 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
       kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, split.data(), ldy, pool);
       kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix,
                           split.data() + half * ldy, ldy, pool);
-      REQUIRE(std::memcmp(split.data(), expected.data(), y.size() * sizeof(float)) == 0);
+      REQUIRE(same_bits(split.data(), expected.data(), y.size()));
     }
 }
 
