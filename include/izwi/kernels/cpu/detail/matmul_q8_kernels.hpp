@@ -185,6 +185,17 @@ inline constexpr std::size_t q8_tile_cols = 4;
 template <class Arch>
 inline constexpr std::size_t q8_tile_rows = Simd<Arch>::avx2 ? 2 : 4;
 
+/// A tile's q8_tile_cols weight rows from n (past `cols` the last one again:
+/// computed, not written) and the rows to prefetch after them (`prefetch`:
+/// the first activation rows over these weights; otherwise the same rows).
+inline void q8_tile_weight_rows(const WeightMatrix& w, std::size_t n, std::size_t cols, bool prefetch,
+                                const std::byte** rows, const std::byte** next) noexcept {
+  for (std::size_t c = 0; c < q8_tile_cols; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));
+    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
+  }
+}
+
 /// Generic tile: R activation rows from r0 x weight rows n .. n+cols-1
 /// (cols <= 4) over all blocks; prefetches the 4 weight rows after them
 /// when `prefetch` (the first rows over these weights).
@@ -195,10 +206,7 @@ inline void q8_tile_generic(const QuantizedRows& xq, std::size_t r0, const Weigh
   const std::size_t blocks = xq.k / q8_0_block_values;
   const std::byte* rows[C];
   const std::byte* next[C];
-  for (std::size_t c = 0; c < C; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));  // past `cols`: computed, not written
-    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
-  }
+  q8_tile_weight_rows(w, n, cols, prefetch, rows, next);
   double acc[R][C] = {};
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t offset = b * q8_0_block_bytes;
@@ -268,10 +276,7 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
   const std::size_t blocks = xq.k / q8_0_block_values;
   const std::byte* rows[C];
   const std::byte* next[C];
-  for (std::size_t c = 0; c < C; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));
-    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
-  }
+  q8_tile_weight_rows(w, n, cols, prefetch, rows, next);
   __m256d acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
   for (std::size_t b = 0; b < blocks; ++b) {
