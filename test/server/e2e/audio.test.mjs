@@ -86,6 +86,29 @@ function upload(fields, {route = "/v1/audio/transcriptions", file = JFK, filenam
   return request(server, {method: "POST", path: route, headers: {"content-type": contentType}, body, timeoutMs: 300000});
 }
 
+/// Streams a transcription of `fields` over a raw connection, waits until
+/// `hangUpWhen()` (polled) says the engine is busy with it, then drops the
+/// connection as a client that goes away would. Resolves with the bytes
+/// received before the hang-up.
+function uploadThenHangUp(fields, hangUpWhen, {pollMs = 20, timeoutMs = 60000} = {}) {
+  const {body, contentType} = form(fields);
+  let received = "";
+  return new Promise((resolve) => {
+    const req = http.request({host: HOST, port: server.port, method: "POST", path: "/v1/audio/transcriptions",
+                              headers: {"content-type": contentType, "content-length": body.length}});
+    req.on("error", () => resolve(received));
+    req.on("response", async (res) => {
+      res.on("error", () => resolve(received));
+      res.on("data", (chunk) => { received += chunk; });
+      const deadline = Date.now() + timeoutMs;
+      while (!(await hangUpWhen()) && Date.now() < deadline) await sleep(pollMs);
+      req.destroy();
+      resolve(received);
+    });
+    req.end(body);
+  });
+}
+
 describe("serving Whisper beside Qwen3", () => {
   test("both models are listed", async () => {
     const r = await request(server, {path: "/v1/models"});
@@ -271,24 +294,10 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
       return n;
     };
     const before = await finished();
-    const {body, contentType} = form([["file", {filename: "jfk.wav", data: JFK}], ["model", WHISPER_ID],
-                                      ["stream", "true"], ["beam_size", "5"]]);
-    let received = "";
-    await new Promise((resolve) => {
-      const req = http.request({host: HOST, port: server.port, method: "POST", path: "/v1/audio/transcriptions",
-                                headers: {"content-type": contentType, "content-length": body.length}});
-      req.on("error", () => resolve());
-      req.on("response", async (res) => {
-        res.on("error", () => resolve());
-        res.on("data", (chunk) => { received += chunk; });
-        // The probe and a few rounds of five beams have finished: the search is under way.
-        const deadline = Date.now() + 60000;
-        while (await finished() < before + 12 && Date.now() < deadline) await sleep(10);
-        req.destroy();
-        resolve();
-      });
-      req.end(body);
-    });
+    // The probe and a few rounds of five beams have finished: the search is under way.
+    const received = await uploadThenHangUp(
+      [["file", {filename: "jfk.wav", data: JFK}], ["model", WHISPER_ID], ["stream", "true"], ["beam_size", "5"]],
+      async () => await finished() >= before + 12, {pollMs: 10});
     assert.ok(!received.includes("transcript.text.done"), "the transcription ended before the hang-up: nothing was tested");
     // The server notices the hang-up at its next write (a keep-alive comment
     // each half second); rounds may run until then, none after.
@@ -377,24 +386,11 @@ describe("a client that hangs up", () => {
       metricValue((await getMetrics(server)).metrics, "izwi:request_success_total", {finished_reason: reason}) ?? 0;
     const abortedBefore = await count("abort");
     const finishedBefore = await count("length") + await count("stop");
-    const {body, contentType} = form([["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID],
-                                      ["stream", "true"]]);
-    await new Promise((resolve) => {
-      const req = http.request({host: HOST, port: server.port, method: "POST", path: "/v1/audio/transcriptions",
-                                headers: {"content-type": contentType, "content-length": body.length}});
-      req.on("error", () => resolve());
-      req.on("response", async (res) => {
-        res.on("error", () => resolve());
-        res.resume();
-        // Hang up once the first window's probe is done: its decode (up to
-        // 224 tokens) is then in the engine.
-        const deadline = Date.now() + 60000;
-        while (await count("length") + await count("stop") === finishedBefore && Date.now() < deadline) await sleep(20);
-        req.destroy();
-        resolve();
-      });
-      req.end(body);
-    });
+    // Hang up once the first window's probe is done: its decode (up to
+    // 224 tokens) is then in the engine.
+    await uploadThenHangUp(
+      [["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID], ["stream", "true"]],
+      async () => await count("length") + await count("stop") !== finishedBefore);
     await sleep(100);
     const idle = await waitForIdleEngine(server, {timeoutMs: 60000});
     assert.ok(idle.ok, `engine not idle after the hang-up: ${JSON.stringify({used: idle.used, running: idle.running, waiting: idle.waiting})}`);
