@@ -511,8 +511,19 @@ TEST_CASE("transcription form: fields, defaults and errors that name the field",
   CHECK_THAT(error_of({file, {"beam_size", {}, {}, "20"}}), ContainsSubstring("beam_size: "));
   CHECK_THAT(error_of({file, {"best_of", {}, {}, "17"}}), ContainsSubstring("best_of: "));
   CHECK_THAT(error_of({file, {"best_of", {}, {}, "many"}}), ContainsSubstring("best_of: "));
+  CHECK_THAT(error_of({file, {"temperature", {}, {}, "nan"}}), ContainsSubstring("temperature: "));
+  CHECK_THAT(error_of({file, {"temperature_inc", {}, {}, "-0.1"}}), ContainsSubstring("temperature_inc: ") &&
+                                                                      ContainsSubstring("[0, 1]"));
+  CHECK_THAT(error_of({file, {"temperature_inc", {}, {}, "1.01"}}), ContainsSubstring("temperature_inc: "));
   CHECK(r.beam_size == 1);  // absent: greedy, one sample
   CHECK(r.best_of == 1);
+  CHECK(r.temperature_increment == 0.2f);  // absent: openai-whisper's fallback step
+  {
+    std::string b;
+    auto f = form_of(b, {file, {"temperature_inc", {}, {}, "0"}});
+    for (const bool translation : {false, true})  // 0: one decode per window, on both endpoints
+      CHECK(openai::parse_transcription_request(f, translation).temperature_increment == 0.0f);
+  }
   {
     std::string b;
     auto f = form_of(b, {file, {"beam_size", {}, {}, "5"}, {"best_of", {}, {}, "3"}});

@@ -11,7 +11,9 @@
 //                 chunking_strategy[type] fields), include[] (logprobs);
 //                 izwi's extensions, named as whisper.cpp's server names them:
 //                 beam_size (1..19: beam search at temperature 0; 1 greedy),
-//                 best_of (1..16: sampled decodes per temperature above 0).
+//                 best_of (1..16: sampled decodes per temperature above 0),
+//                 temperature_inc (0..1, default 0.2: the fallback's step; 0
+//                 turns the fallback off, one decode per window).
 //   responses     json          {"text", ["logprobs"], "usage": {"type": "duration", "seconds"}}
 //                 text          the text and a newline (text/plain)
 //                 srt, vtt      subtitles of the segments
@@ -67,6 +69,8 @@ struct TranscriptionRequest {
   /// temperature 0, sampled candidates above it.
   std::size_t beam_size = 1;
   std::size_t best_of = 1;
+  /// The temperature fallback's step (whisper.cpp's server field); 0: none.
+  float temperature_increment = 0.2f;
   bool stream = false;
   bool logprobs = false;
   TimestampGranularities granularities;

@@ -252,6 +252,20 @@ describe("/v1/audio/transcriptions", () => {
     assert.equal(chunked.status, 200, chunked.text);
     assert.equal(chunked.json.segments.map((s) => s.text).join("").trimStart(), chunked.json.text);
   });
+
+  test("temperature_inc (whisper.cpp server's field): 0 gives one decode per window at the given temperature", async () => {
+    // The e2e weights decode jfk.wav without a fallback (log-probability
+    // about -0.4), so the default answer is the same single decode; the
+    // fallback itself is tested on a fake decoder (transcription_test.cpp).
+    const fields = [["response_format", "verbose_json"], ["temperature", "0"]];
+    const once = await upload([...fields, ["temperature_inc", "0"]]);
+    assert.equal(once.status, 200, once.text);
+    assert.ok(once.json.segments.every((s) => s.temperature === 0), JSON.stringify(once.json.segments));
+    const byDefault = await upload(fields);
+    if (byDefault.json.segments.every((s) => s.temperature === 0)) assert.deepEqual(once.json, byDefault.json);
+    const e = checkErrorEnvelope(assert, await upload([["temperature_inc", "2"]]), 400, "temperature_inc=2");
+    assert.equal(e.param, "temperature_inc");
+  });
 });
 
 describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's server names them)", () => {

@@ -152,6 +152,14 @@ inline TranscriptionFormat format_field(const multipart::Part& part) {
                               "response_format");
 }
 
+/// A number in [0, 1] (temperatures and their step).
+inline float unit_interval_field(const multipart::Part& p, std::string_view name) {
+  const double v = number_field(p, name);
+  if (!(v >= 0 && v <= 1))
+    throw ApiError::bad_request("'" + std::string(name) + "' must be in [0, 1].", std::string(name));
+  return static_cast<float>(v);
+}
+
 /// Candidates a best_of may ask for: each is a whole decode in the engine.
 inline constexpr std::size_t max_best_of = 16;
 
@@ -179,11 +187,8 @@ inline TranscriptionRequest parse_transcription_request(const multipart::FormDat
   if (const auto* p = form.find("model")) r.model = std::string(trimmed(text_field(*p)));
   if (const auto* p = form.find("prompt")) r.prompt = text_field(*p);
   if (const auto* p = form.find("response_format")) r.response_format = format_field(*p);
-  if (const auto* p = form.find("temperature")) {
-    const double t = number_field(*p, "temperature");
-    if (t < 0 || t > 1) throw ApiError::bad_request("'temperature' must be in [0, 1].", "temperature");
-    r.temperature = static_cast<float>(t);
-  }
+  if (const auto* p = form.find("temperature")) r.temperature = unit_interval_field(*p, "temperature");
+  if (const auto* p = form.find("temperature_inc")) r.temperature_increment = unit_interval_field(*p, "temperature_inc");
   r.beam_size = count_field(form, "beam_size", SamplingParams::max_logprobs - 1);
   r.best_of = count_field(form, "best_of", max_best_of);
   if (const auto granularities = list_field(form, "timestamp_granularities"); !granularities.empty()) {
