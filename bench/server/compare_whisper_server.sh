@@ -6,17 +6,21 @@
 #
 # Both decode the same work per request: English given (no language probe
 # on whisper-server; izwi still probes each window for its no-speech
-# probability), temperature 1.0 with no fallback (izwi falls back only from
-# lower temperatures; whisper-server gets -nf), so each window is one sampled
-# decode; random weights rarely end early, so both run to the 224-token
-# limit. izwi is built as the README builds it; izwi-server gets
-# --max-num-batched-tokens 8192 so that several windows are encoded per step
-# (its default of 2048 admits one). whisper-server serves one request at a
-# time (one global mutex) with its 2 threads.
-#
-# Caveat (docs/benchmarks.md): on random weights the two servers do not decode
-# the same number of tokens for the same request, so the ratio is not evidence
-# until they do (real weights, or equalized decoding).
+# probability, which whisper.cpp computes in its first decoder step),
+# greedy at temperature 0 with the fallback off on both sides (izwi:
+# temperature_inc=0; whisper-server: -nf and temperature_inc=0), without
+# timestamps (no_timestamps=true on both: with timestamps whisper.cpp does
+# not force the first token to be one, as openai-whisper and izwi do, so on
+# random weights the two would decode different texts). izwi's greedy ids
+# equal whisper.cpp's on the same weights (test/reference goldens), so the
+# two should decode the same tokens:
+# the table prints each side's text tokens per request (verbose_json segment
+# tokens below <|endoftext|>) and whether the ids are identical, and marks
+# a pair UNEQUAL WORK when the token counts differ by more than 5%. izwi is
+# built as the README builds it; izwi-server gets --max-num-batched-tokens
+# 8192 so that several windows are encoded per step (its default of 2048
+# admits one). whisper-server serves one request at a time (one global
+# mutex) with its 2 threads.
 #
 #   bench/server/compare_whisper_server.sh [tiny|base]   # after bench/models/compare_whisper_cpp.sh made the models
 set -euo pipefail
@@ -47,37 +51,55 @@ for _ in $(seq 120); do
 done
 id="$(basename "$model" .bin)"
 
-# Seconds for n simultaneous uploads to all finish.
-run_izwi() {
-  local n=$1 start end pids=()
+out="$build/compare-whisper-server"
+mkdir -p "$out"
+
+# Seconds for n simultaneous uploads to all finish; each answer in $out/<side>-<i>.json.
+run_clients() {
+  local side=$1 n=$2 start end pids=()
   start=$(date +%s.%N)
   for ((i = 0; i < n; ++i)); do
-    curl -sf "127.0.0.1:$izwi_port/v1/audio/transcriptions" -F file=@"$audio" -F model="$id" -F language=en \
-      -F temperature=1.0 -F response_format=json >/dev/null &
+    if [[ "$side" == izwi ]]; then
+      curl -sf "127.0.0.1:$izwi_port/v1/audio/transcriptions" -F file=@"$audio" -F model="$id" -F language=en \
+        -F temperature=0 -F temperature_inc=0 -F no_timestamps=true -F response_format=verbose_json -o "$out/izwi-$i.json" &
+    else
+      curl -sf "127.0.0.1:$peer_port/inference" -F file=@"$audio" -F temperature=0 -F temperature_inc=0 \
+        -F no_timestamps=true -F response_format=verbose_json -o "$out/peer-$i.json" &
+    fi
     pids+=($!)
   done
   wait "${pids[@]}"  # the uploads only: a bare wait would wait for the servers too
   end=$(date +%s.%N)
   echo "$end - $start" | bc
 }
-run_peer() {
-  local n=$1 start end pids=()
-  start=$(date +%s.%N)
-  for ((i = 0; i < n; ++i)); do
-    curl -sf "127.0.0.1:$peer_port/inference" -F file=@"$audio" -F temperature=1.0 -F temperature_inc=0 -F response_format=json >/dev/null &
-    pids+=($!)
-  done
-  wait "${pids[@]}"
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
+run_izwi() { run_clients izwi "$1"; }
+run_peer() { run_clients peer "$1"; }
+# "<text tokens per request, mean> <texts of both sides identical: yes/no>" for the last round of n.
+work_of() {
+  python3 - "$out" "$1" "$2" <<'PY'
+import json, pathlib, sys
+out, side, n = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+def text_tokens(answer):
+    return [t for s in answer["segments"] for t in s.get("tokens", []) if t < 50256]
+mine = [text_tokens(json.loads((out / f"{side}-{i}.json").read_text())) for i in range(n)]
+theirs = [text_tokens(json.loads((out / f"{'peer' if side == 'izwi' else 'izwi'}-{i}.json").read_text())) for i in range(n)]
+# The same decode: identical ids over the shorter answer (the two stop a few
+# tokens apart at the 224-token limit, which counts the prompt differently).
+same = all(a[:min(len(a), len(b))] == b[:min(len(a), len(b))] and min(len(a), len(b)) > 0 for a, b in zip(mine, theirs))
+print(f"{sum(map(len, mine)) / n:.1f} {'yes' if same else 'no'}")
+PY
 }
 run_izwi 1 >/dev/null; run_peer 1 >/dev/null  # warm both
-echo "| shape | clients | izwi-server wall s | audio s / s | whisper-server wall s | audio s / s | izwi / whisper-server | note |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| shape | clients | izwi-server wall s | audio s / s | whisper-server wall s | audio s / s | izwi / whisper-server | text tokens per request izwi / whisper-server | same ids | note |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $concurrency; do
   wait_for_quiet_machine "$n clients"
   note="load before: $(load_1min)${PAIR_LABEL:+, $PAIR_LABEL}"
   a=$(run_izwi "$n"); b=$(run_peer "$n")
-  awk -v s="$shape" -v n="$n" -v a="$a" -v b="$b" -v note="$note" \
-    'BEGIN { printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.2f | %s |\n", s, n, a, 11*n/a, b, 11*n/b, b/a, note }'
+  read -r ta same < <(work_of izwi "$n")
+  read -r tb _ < <(work_of peer "$n")
+  awk -v s="$shape" -v n="$n" -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v same="$same" -v note="$note" \
+    'BEGIN { d = ta > tb ? ta - tb : tb - ta; if (d > 0.05 * (tb > 0 ? tb : 1)) note = note ", UNEQUAL WORK";
+             printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.2f | %s / %s | %s | %s |\n",
+                    s, n, a, 11*n/a, b, 11*n/b, b/a, ta, tb, same, note }'
 done

@@ -230,6 +230,47 @@ TEST_CASE("Transcriber: long audio seeks by the last timestamp and prompts with 
   CHECK(joined(fake.deltas) == r.text);
 }
 
+TEST_CASE("Transcriber: without timestamps every window is one segment and the next starts where it ends", "[asr]") {
+  // 65 s: windows at 0, 30 and 60 s, each decoded after <|notimestamps|>.
+  FakeEngine fake;
+  fake.decode = [](const asr::WindowJob& job) -> Decoded {
+    REQUIRE_FALSE(job.timestamps);
+    const double at = static_cast<double>(job.begin) / 16000;
+    if (at == 0) return {{word(" hello"), word(" world")}};
+    if (at == 30) return {{word(" again")}};
+    return {{word(" one")}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  options.timestamps = false;
+  asr::Transcriber t(fake_tokenizer(), silence(65), options);
+  fake.run(t);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 3);
+  const std::vector<std::tuple<std::string, double, double>> expected{
+      {" hello world", 0, 30}, {" again", 30, 60}, {" one", 60, 65}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("segment " << i);
+    CHECK(r.segments[i].text == std::get<0>(expected[i]));
+    CHECK_THAT(r.segments[i].start, WithinAbs(std::get<1>(expected[i]), 1e-9));
+    CHECK_THAT(r.segments[i].end, WithinAbs(std::get<2>(expected[i]), 1e-9));
+  }
+  CHECK(r.text == "hello world again one");
+  const auto decodes = fake.decodes();
+  REQUIRE(decodes.size() == 3);
+  CHECK(decodes[1].previous_tokens == std::vector<TokenId>{word(" hello"), word(" world")});
+  // With timestamps (the default) the same jobs ask for them.
+  FakeEngine timed;
+  timed.decode = [](const asr::WindowJob& job) -> Decoded {
+    REQUIRE(job.timestamps);
+    return {{word(" hello")}};
+  };
+  options.timestamps = true;
+  asr::Transcriber t2(fake_tokenizer(), silence(5), options);
+  timed.run(t2);
+  CHECK(t2.result().text == "hello");
+}
+
 TEST_CASE("Transcriber: the temperature falls back on repetitive text and low log-probability", "[asr]") {
   FakeEngine fake;
   std::vector<TokenId> repetitive{ts(0)};
@@ -518,6 +559,13 @@ TEST_CASE("transcription form: fields, defaults and errors that name the field",
   CHECK(r.beam_size == 1);  // absent: greedy, one sample
   CHECK(r.best_of == 1);
   CHECK(r.temperature_increment == 0.2f);  // absent: openai-whisper's fallback step
+  CHECK(r.timestamps);  // absent: decoded with timestamps, as openai-whisper
+  CHECK_THAT(error_of({file, {"no_timestamps", {}, {}, "maybe"}}), ContainsSubstring("no_timestamps: "));
+  {
+    std::string b;
+    auto f = form_of(b, {file, {"no_timestamps", {}, {}, "true"}});
+    for (const bool translation : {false, true}) CHECK_FALSE(openai::parse_transcription_request(f, translation).timestamps);
+  }
   {
     std::string b;
     auto f = form_of(b, {file, {"temperature_inc", {}, {}, "0"}});

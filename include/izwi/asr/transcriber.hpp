@@ -88,6 +88,10 @@ struct TranscriptionOptions {
   double logprob_threshold = -1.0;
   double no_speech_threshold = 0.6;
   bool condition_on_previous_text = true;
+  /// false: openai-whisper's without_timestamps (whisper.cpp's
+  /// no_timestamps): each window is decoded after <|notimestamps|> as one
+  /// segment spanning it, and the next window starts where it ends.
+  bool timestamps = true;
   /// Tokens generated per window at most.
   std::uint32_t max_tokens_per_window = 224;
   /// Seed of the sampled (temperature > 0) decodes; unset: the engine draws.
@@ -130,6 +134,7 @@ struct WindowJob {
   // decode only:
   std::optional<std::string> language;
   bool translate = false;
+  bool timestamps = true;                ///< false: <|notimestamps|> in the prompt
   std::vector<TokenId> previous_tokens;  ///< after <|startofprev|>
   float temperature = 0.0f;
   std::uint32_t max_tokens = 224;

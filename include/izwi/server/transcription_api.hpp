@@ -13,7 +13,9 @@
 //                 beam_size (1..19: beam search at temperature 0; 1 greedy),
 //                 best_of (1..16: sampled decodes per temperature above 0),
 //                 temperature_inc (0..1, default 0.2: the fallback's step; 0
-//                 turns the fallback off, one decode per window).
+//                 turns the fallback off, one decode per window),
+//                 no_timestamps ("true": decode after <|notimestamps|>, one
+//                 segment per 30-s window).
 //   responses     json          {"text", ["logprobs"], "usage": {"type": "duration", "seconds"}}
 //                 text          the text and a newline (text/plain)
 //                 srt, vtt      subtitles of the segments
@@ -71,6 +73,8 @@ struct TranscriptionRequest {
   std::size_t best_of = 1;
   /// The temperature fallback's step (whisper.cpp's server field); 0: none.
   float temperature_increment = 0.2f;
+  /// no_timestamps (whisper.cpp's server field) inverted.
+  bool timestamps = true;
   bool stream = false;
   bool logprobs = false;
   TimestampGranularities granularities;

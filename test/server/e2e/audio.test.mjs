@@ -253,6 +253,19 @@ describe("/v1/audio/transcriptions", () => {
     assert.equal(chunked.json.segments.map((s) => s.text).join("").trimStart(), chunked.json.text);
   });
 
+  test("no_timestamps=true (whisper.cpp server's field): one segment per window, no timestamp tokens", async () => {
+    const v = await upload([["response_format", "verbose_json"], ["no_timestamps", "true"], ["language", "en"]]);
+    assert.equal(v.status, 200, v.text);
+    assert.equal(v.json.segments.length, 1, JSON.stringify(v.json.segments.map((s) => [s.start, s.end])));
+    const [segment] = v.json.segments;
+    assert.equal(segment.start, 0);
+    assert.ok(Math.abs(segment.end - v.json.duration) < 0.01, `segment ends at ${segment.end}`);
+    assert.ok(segment.tokens.length > 0 && segment.tokens.every((t) => t < 50257), "a timestamp or special token in the text");
+    assert.equal(v.json.text, segment.text.trim());
+    const e = checkErrorEnvelope(assert, await upload([["no_timestamps", "perhaps"]]), 400, "no_timestamps=perhaps");
+    assert.equal(e.param, "no_timestamps");
+  });
+
   test("temperature_inc (whisper.cpp server's field): 0 gives one decode per window at the given temperature", async () => {
     // The e2e weights decode jfk.wav without a fallback (log-probability
     // about -0.4), so the default answer is the same single decode; the

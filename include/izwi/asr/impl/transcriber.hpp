@@ -189,6 +189,7 @@ inline void Transcriber::submit_decode(Region& region) {
   shared.kind = WindowJob::Kind::decode;
   shared.language = language_;
   shared.translate = options_.translate;
+  shared.timestamps = options_.timestamps;
   const auto from = region.all_tokens.begin() + static_cast<std::ptrdiff_t>(region.prompt_reset_since);
   const std::size_t available = static_cast<std::size_t>(region.all_tokens.end() - from);
   const std::size_t keep = std::min(available, max_prompt_tokens);
@@ -200,7 +201,8 @@ inline void Transcriber::submit_decode(Region& region) {
     // The decoder prompt (as whisper_decoder_prompt builds it) plus a beam
     // stay inside the context, as a greedy decode's tokens do.
     const std::size_t previous = std::min(keep, options_.text_context / 2 - 1);
-    const std::size_t prompt = (previous ? previous + 1 : 0) + (tokenizer_->special().multilingual ? 3 : 1);
+    const std::size_t prompt = (previous ? previous + 1 : 0) + (tokenizer_->special().multilingual ? 3 : 1) +
+                               (options_.timestamps ? 0 : 1);
     BeamSearchOptions beam;
     beam.beam_width = options_.beam_size;
     beam.patience = options_.patience;

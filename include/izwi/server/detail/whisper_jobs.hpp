@@ -67,7 +67,7 @@ inline Request whisper_window_request(const Whisper& model, const asr::WindowJob
   WhisperPromptOptions prompt;
   prompt.language = job.language;
   prompt.translate = job.translate;
-  prompt.timestamps = true;
+  prompt.timestamps = job.timestamps;
   // The previous segments' text and timestamp tokens, as openai-whisper
   // conditions on them; any other special token would be refused.
   const auto& special = model.special_tokens();

@@ -378,6 +378,7 @@ IZWI_DECL detail::PreparedTranscription Server::prepare_transcription(const std:
   options.beam_size = parsed.beam_size;
   options.best_of = parsed.best_of;
   options.temperature_increment = parsed.temperature_increment;
+  options.timestamps = parsed.timestamps;
   options.text_context = model->config().n_text_ctx;
   options.multilingual = model->special_tokens().multilingual;
   // The fallback's sampled decodes are seeded: the same upload gives the

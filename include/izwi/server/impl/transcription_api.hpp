@@ -189,6 +189,7 @@ inline TranscriptionRequest parse_transcription_request(const multipart::FormDat
   if (const auto* p = form.find("response_format")) r.response_format = format_field(*p);
   if (const auto* p = form.find("temperature")) r.temperature = unit_interval_field(*p, "temperature");
   if (const auto* p = form.find("temperature_inc")) r.temperature_increment = unit_interval_field(*p, "temperature_inc");
+  if (const auto* p = form.find("no_timestamps")) r.timestamps = !bool_field(*p, "no_timestamps");
   r.beam_size = count_field(form, "beam_size", SamplingParams::max_logprobs - 1);
   r.best_of = count_field(form, "best_of", max_best_of);
   if (const auto granularities = list_field(form, "timestamp_granularities"); !granularities.empty()) {
