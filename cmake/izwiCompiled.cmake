@@ -56,5 +56,14 @@ if(TARGET izwi_opencl)
   target_compile_definitions(izwi_server_compiled PRIVATE IZWI_WITH_OPENCL)
 endif()
 
-install(TARGETS izwi_compiled izwi_server_http_compiled izwi_server_compiled EXPORT izwiTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# A project that vendors izwi (add_subdirectory) builds these only if it links
+# them: they are minutes of compiling (the stock engines, the server), and a
+# header-only user of izwi::izwi needs none of them. CMake leaves installing
+# an EXCLUDE_FROM_ALL target undefined, so only a top-level izwi installs them.
+if(IZWI_TOP_LEVEL)
+  install(TARGETS izwi_compiled izwi_server_http_compiled izwi_server_compiled EXPORT izwiTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+else()
+  set_target_properties(izwi_compiled izwi_server_http_compiled izwi_server_compiled
+                        PROPERTIES EXCLUDE_FROM_ALL ON)
+endif()

@@ -43,4 +43,13 @@ else()
 endif()
 
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+if(MODE STREQUAL "subdirectory")
+  # The consumer links izwi::izwi only: building it must not have compiled the
+  # separate-compilation libraries (cmake/izwiCompiled.cmake, EXCLUDE_FROM_ALL
+  # when izwi is not the top-level project).
+  file(GLOB_RECURSE built ${WORK_DIR}/build/izwi/*compiled*.a)
+  if(built)
+    message(FATAL_ERROR "add_subdirectory(izwi) built libraries its consumer does not link: ${built}")
+  endif()
+endif()
 run(${WORK_DIR}/build/izwi_consumer)
