@@ -124,9 +124,12 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
     std::size_t m, kernel, in, n, dilation;
   };
   // The last crosses a pass of packed rows (about 4M floats) and has two
-  // output panels; the third is a 1x1 convolution.
-  for (const Shape sh : {Shape{1, 3, 5, 1, 1}, Shape{7, 7, 17, 37, 3}, Shape{33, 1, 40, 96, 1},
-                         Shape{1300, 7, 600, 70, 2}})
+  // output panels; the third is a 1x1 convolution. The runs on emulated CPUs
+  // (active variant only) leave the last out: under qemu it took 280 of the
+  // suite's 380 s, and its instructions are those of the smaller shapes.
+  std::vector<Shape> shapes{{1, 3, 5, 1, 1}, {7, 7, 17, 37, 3}, {33, 1, 40, 96, 1}};
+  if (!kernel_test::active_variant_only()) shapes.push_back({1300, 7, 600, 70, 2});
+  for (const Shape sh : shapes)
     for (std::size_t threads : {1, 3}) {
       INFO("m " << sh.m << " kernel " << sh.kernel << " in " << sh.in << " n " << sh.n << " threads " << threads);
       izwi::detail::ThreadPool pool(threads);

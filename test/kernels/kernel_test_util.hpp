@@ -25,9 +25,11 @@ namespace izwi::kernel_test {
 /// the runs on emulated CPUs (run_on_cpu_model.cmake) are there to catch the
 /// chosen path reaching an instruction that CPU lacks, and every variant is
 /// already checked natively, at a fraction of qemu's cost.
+inline bool active_variant_only() { return std::getenv("IZWI_TEST_ACTIVE_VARIANT_ONLY") != nullptr; }
+
 template <class Check>
 void for_each_variant(Check&& check) {
-  const bool active_only = std::getenv("IZWI_TEST_ACTIVE_VARIANT_ONLY") != nullptr;
+  const bool active_only = active_variant_only();
   for (std::string_view name : kernels::cpu::compiled_kernel_names()) {
     if (active_only && name != kernels::cpu::active_kernels().name) continue;
     const kernels::cpu::KernelTable* table = kernels::cpu::kernels_for(name);
