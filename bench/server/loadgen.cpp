@@ -37,7 +37,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-#include <boost/json/src.hpp>  // Boost.JSON header-only, in this one translation unit
 #include <boost/program_options.hpp>
 
 #include <algorithm>
