@@ -43,6 +43,7 @@
 #include "izwi/models/qwen3_tts_config.hpp"
 #include "izwi/models/detail/qwen3_tts_compute.hpp"
 #include "izwi/models/qwen3_tts_speaker_encoder.hpp"
+#include "izwi/models/qwen3_tts_speech_encoder.hpp"
 #include "izwi/tokenizer/bpe_tokenizer.hpp"
 
 namespace izwi {
@@ -105,6 +106,16 @@ class Qwen3Tts {
   /// The same on the caller's thread pool.
   std::vector<float> speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
                                        detail::ThreadPool& pool) const;
+  /// The speech tokenizer's encoder (Base models whose speech_tokenizer/config.json
+  /// has encoder_config), or null.
+  const Qwen3TtsSpeechEncoder* speech_encoder() const noexcept { return speech_encoder_.get(); }
+  /// The reference codes ([frames][num_code_groups]) of mono reference audio
+  /// `pcm` at `sample_rate`, for Qwen3TtsRequest::reference_codes (in-context
+  /// cloning). Throws izwi::invalid_argument ("reference_audio") when the model
+  /// has no speech encoder, or the audio is empty or not finite.
+  std::vector<std::int32_t> reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
+                                            detail::ThreadPool& pool) const;
+  std::vector<std::int32_t> reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const;
   /// The checkpoint's tokenizer, when it has one.
   const tokenizer::BpeTokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
   /// Where the weights came from, for logs.
@@ -117,6 +128,7 @@ class Qwen3Tts {
   Qwen3TtsPredictorWeights predictor_;
   std::shared_ptr<const Qwen3TtsCodecDecoder> codec_;
   std::shared_ptr<const Qwen3TtsSpeakerEncoder> speaker_encoder_;
+  std::shared_ptr<const Qwen3TtsSpeechEncoder> speech_encoder_;
   std::shared_ptr<const void> weights_owner_;  // the mapped model.safetensors the views point into
   std::shared_ptr<const tokenizer::BpeTokenizer> tokenizer_;
   std::string description_;

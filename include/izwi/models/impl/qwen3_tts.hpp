@@ -37,6 +37,21 @@ inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm
   return speaker_embedding(pcm, sample_rate, pool);
 }
 
+inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
+                                                            detail::ThreadPool& pool) const {
+  if (!speech_encoder_)
+    throw invalid_argument("reference_audio", "this model (" + description_ +
+                                                  ") has no speech tokenizer encoder: in-context cloning needs a "
+                                                  "Qwen3-TTS Base checkpoint in the Hugging Face layout whose "
+                                                  "speech_tokenizer/config.json has encoder_config");
+  return speech_encoder_->encode(pcm, sample_rate, pool);
+}
+
+inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const {
+  detail::ThreadPool pool(1);
+  return reference_codes(pcm, sample_rate, pool);
+}
+
 inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
                                        std::string_view language, std::string_view speaker,
                                        std::span<const TokenId> instruction, Qwen3TtsTextMode mode,
