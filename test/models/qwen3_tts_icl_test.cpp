@@ -134,3 +134,245 @@ TEST_CASE("Qwen3-TTS speech encoder: reference codes are deterministic, causal a
   broken[10] = std::nanf("");
   CHECK_THROWS_WITH(m.reference_codes(broken, 24000, two), Catch::Contains("not finite"));
 }
+
+namespace {
+
+/// An in-context cloned request: the reference's x-vector, codes and transcript.
+Qwen3TtsRequest icl_request(const std::vector<float>& xvector, const std::vector<std::int32_t>& codes,
+                            Qwen3TtsSampling sampling, std::uint32_t frames, std::vector<TokenId> text = {9707, 11, 1879},
+                            Qwen3TtsTextMode mode = Qwen3TtsTextMode::streaming) {
+  Qwen3TtsRequest r;
+  r.text_tokens = std::move(text);
+  r.language = "english";
+  r.speaker_embedding = xvector;
+  r.reference_codes = codes;
+  r.reference_text_tokens = {40, 1079, 264, 5785};
+  r.text_mode = mode;
+  r.sampling = sampling;
+  r.sampling.max_frames = frames;
+  return r;
+}
+
+std::vector<Qwen3TtsCodes> icl_generate(const Qwen3Tts& m, std::span<const Qwen3TtsRequest> requests) {
+  detail::ThreadPool pool(2);
+  Qwen3TtsGenerator generator(m, pool);
+  return generator.generate(requests);
+}
+
+/// The x-vector and codes of a reference recording (0.6 s: 8 frames).
+struct IclReference {
+  std::vector<float> xvector;
+  std::vector<std::int32_t> codes;
+};
+
+IclReference icl_reference_of(double f0, std::uint64_t seed) {
+  const std::vector<float> pcm = icl_reference(8 * 1920 - 100, f0, seed);
+  return {icl_base_model().speaker_embedding(pcm, 24000), icl_base_model().reference_codes(pcm, 24000)};
+}
+
+}  // namespace
+
+TEST_CASE("Qwen3-TTS in-context prompt: rows as upstream's generate_icl_prompt in both text modes",
+          "[qwen3_tts][icl]") {
+  const Qwen3TtsConfig& c = icl_base_model().config();
+  const std::vector<TokenId> text = {11, 12, 13}, ref = {21, 22};
+  using Row = Qwen3TtsPromptRow;
+  // The head: role, codec control rows (language auto), the x-vector row, tts_bos.
+  const std::vector<Row> head = {{c.im_start_id, -1},          {c.assistant_id, -1},
+                                 {c.newline_id, -1},           {c.tts_pad_id, c.codec_nothink_id},
+                                 {c.tts_pad_id, c.codec_think_bos_id}, {c.tts_pad_id, c.codec_think_eos_id},
+                                 {c.tts_pad_id, -1},           {c.tts_bos_id, c.codec_pad_id}};
+  auto with_head = [&](std::vector<Row> tail) {
+    std::vector<Row> rows = head;
+    rows.insert(rows.end(), tail.begin(), tail.end());
+    return rows;
+  };
+  const Row pad{c.tts_pad_id, -1};
+  // Non-streaming: every text row over codec_pad, then codec_bos and the frames over tts_pad.
+  const Qwen3TtsPrompt ns = qwen3_tts_icl_prompt(c, text, ref, 2, "auto", {}, Qwen3TtsTextMode::non_streaming);
+  CHECK(ns.rows == with_head({{21, c.codec_pad_id}, {22, c.codec_pad_id}, {11, c.codec_pad_id}, {12, c.codec_pad_id},
+                              {13, c.codec_pad_id}, {c.tts_eos_id, c.codec_pad_id}, {c.tts_pad_id, c.codec_bos_id},
+                              pad, pad}));
+  CHECK(ns.speaker_embedding_row == std::size_t{6});
+  CHECK(ns.reference_frame_row == std::size_t{head.size() + 7});
+  CHECK(ns.reference_frames == 2);
+  CHECK(ns.trailing_text.empty());
+  // Streaming, text longer than the codec rows: text and codec rows side by side, the rest trails.
+  const Qwen3TtsPrompt st = qwen3_tts_icl_prompt(c, text, ref, 2, "auto", {}, Qwen3TtsTextMode::streaming);
+  CHECK(st.rows == with_head({{21, c.codec_bos_id}, {22, -1}, {11, -1}}));
+  CHECK(st.reference_frame_row == std::size_t{head.size() + 1});
+  CHECK(st.trailing_text == std::vector<TokenId>{12, 13, c.tts_eos_id});
+  // Streaming, more codec rows than text: tts_pad fills the text half; nothing trails.
+  const Qwen3TtsPrompt lng = qwen3_tts_icl_prompt(c, text, ref, 7, "auto", {}, Qwen3TtsTextMode::streaming);
+  CHECK(lng.rows == with_head({{21, c.codec_bos_id}, {22, -1}, {11, -1}, {12, -1}, {13, -1}, {c.tts_eos_id, -1}, pad,
+                               pad}));
+  CHECK(lng.trailing_text.empty());
+  // A language adds its row before think_eos, as in every prompt.
+  const Qwen3TtsPrompt en = qwen3_tts_icl_prompt(c, text, ref, 2, "english");
+  CHECK(en.rows[5] == Row{c.tts_pad_id, c.languages.at("english")});
+  CHECK(en.speaker_embedding_row == std::size_t{7});
+
+  auto field_of = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const invalid_argument& e) {
+      return e.field();
+    }
+    return "(accepted)";
+  };
+  CHECK(field_of([&] { qwen3_tts_icl_prompt(c, text, {}, 2); }) == "reference_text");
+  CHECK(field_of([&] { qwen3_tts_icl_prompt(c, text, ref, 0); }) == "reference_audio");
+  CHECK(field_of([&] { qwen3_tts_icl_prompt(c, {}, ref, 2); }) == "input");
+  CHECK(field_of([&] { qwen3_tts_icl_prompt(c, text, ref, 2, "klingon"); }) == "language");
+
+  // The engine request: one audio input from the x-vector row to the last
+  // frame's row; frame rows carry their code embeddings' sum, the rows between zeros.
+  const IclReference a = icl_reference_of(140.0, 1);
+  const std::size_t h = c.talker.hidden_size, frames = a.codes.size() / 16;
+  REQUIRE(frames == 8);
+  const Qwen3TtsRequest r = icl_request(a.xvector, a.codes, Qwen3TtsSampling::greedy(), 4, text,
+                                        Qwen3TtsTextMode::non_streaming);
+  const Request engine_request = make_qwen3_tts_request(icl_base_model(), r);
+  const Qwen3TtsPrompt p = qwen3_tts_icl_prompt(c, text, r.reference_text_tokens, frames, "english", {},
+                                                Qwen3TtsTextMode::non_streaming);
+  REQUIRE(engine_request.prompt_tokens.size() == p.rows.size());
+  for (std::size_t i = 0; i < p.rows.size(); ++i) CHECK(qwen3_tts_unpack_row(c, engine_request.prompt_tokens[i]) == p.rows[i]);
+  const AudioInput& audio = *engine_request.audio;
+  CHECK(audio.placeholder_offset == *p.speaker_embedding_row);
+  CHECK(audio.placeholder_offset + audio.placeholder_length == p.rows.size());
+  REQUIRE(audio.features.size() == std::size_t{audio.placeholder_length} * h);
+  CHECK(std::equal(a.xvector.begin(), a.xvector.end(), audio.features.begin()));
+  const std::size_t between = *p.reference_frame_row - *p.speaker_embedding_row;
+  CHECK(std::all_of(audio.features.begin() + static_cast<std::ptrdiff_t>(h),
+                    audio.features.begin() + static_cast<std::ptrdiff_t>(between * h), [](float v) { return v == 0.0f; }));
+  // Frame 3's row: Σ of its codes' embeddings (talker's for codebook 0, the predictor's after).
+  std::vector<float> expected(h, 0.0f), row(h);
+  for (std::size_t g = 0; g < 16; ++g) {
+    const TokenId code = a.codes[3 * 16 + g];
+    const auto& table = g == 0 ? icl_base_model().talker().codec_embedding
+                               : icl_base_model().predictor().codec_embeddings[g - 1];
+    kernels::cpu::embedding_gather(table, std::span(&code, 1), row.data(), h);
+    for (std::size_t i = 0; i < h; ++i) expected[i] += row[i];
+  }
+  CHECK(std::equal(expected.begin(), expected.end(), audio.features.begin() + static_cast<std::ptrdiff_t>((between + 3) * h)));
+  CHECK(engine_request.speech->codec_prefix == a.codes);
+  // The hash covers the codes: another reference with the same x-vector hashes apart.
+  Qwen3TtsRequest other = r;
+  other.reference_codes[5] = (other.reference_codes[5] + 1) % 2048;
+  CHECK(make_qwen3_tts_request(icl_base_model(), other).audio->content_hash != audio.content_hash);
+
+  auto request_field = [&](Qwen3TtsRequest bad) {
+    return field_of([&] { (void)make_qwen3_tts_request(icl_base_model(), bad); });
+  };
+  Qwen3TtsRequest bad = r;
+  bad.reference_codes.pop_back();
+  CHECK(request_field(bad) == "reference_audio");
+  bad = r, bad.reference_codes[0] = 2048;
+  CHECK(request_field(bad) == "reference_audio");
+  bad = r, bad.speaker_embedding.clear();
+  CHECK(request_field(bad) == "reference_audio");
+  bad = r, bad.reference_text_tokens.clear();
+  CHECK(request_field(bad) == "reference_text");
+  bad = r, bad.reference_codes.clear();
+  CHECK(request_field(bad) == "reference_text");  // a transcript without reference audio
+}
+
+TEST_CASE("Qwen3-TTS in-context cloning: the reference changes the codes, and a batch equals each alone",
+          "[qwen3_tts][icl]") {
+  const Qwen3Tts& m = icl_base_model();
+  const IclReference a = icl_reference_of(140.0, 1), b = icl_reference_of(230.0, 2);
+  REQUIRE(a.codes != b.codes);
+  Qwen3TtsSampling seeded;
+  seeded.seed = 17;
+  Qwen3TtsRequest xvector_only = icl_request(a.xvector, {}, Qwen3TtsSampling::greedy(), 10);
+  xvector_only.reference_text_tokens.clear();
+  const std::vector<Qwen3TtsRequest> batch = {
+      icl_request(a.xvector, a.codes, Qwen3TtsSampling::greedy(), 10),
+      icl_request(a.xvector, b.codes, Qwen3TtsSampling::greedy(), 10),
+      icl_request(a.xvector, a.codes, Qwen3TtsSampling::greedy(), 9, {9707, 11, 1879}, Qwen3TtsTextMode::non_streaming),
+      icl_request(b.xvector, b.codes, seeded, 8, {42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54}),
+      xvector_only};
+  const std::vector<Qwen3TtsCodes> together = icl_generate(m, batch);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("request " << i);
+    const std::vector<Qwen3TtsCodes> alone = icl_generate(m, std::span(&batch[i], 1));
+    CHECK(together[i].frames == alone[0].frames);
+    CHECK(together[i].codes == alone[0].codes);
+    CHECK(together[i].frames >= 2);
+  }
+  CHECK(together[0].codes != together[1].codes);  // another reference, same x-vector
+  CHECK(together[0].codes != together[4].codes);  // in context vs x-vector only
+  CHECK(together[0].codes != together[2].codes);  // streaming vs non-streaming text
+  // A seed decides a sampled request's codes.
+  std::vector<Qwen3TtsRequest> reseeded = {batch[3]};
+  CHECK(icl_generate(m, reseeded)[0].codes == together[3].codes);
+  reseeded[0].sampling.seed = 18;
+  CHECK(icl_generate(m, reseeded)[0].codes != together[3].codes);
+}
+
+TEST_CASE("Qwen3-TTS in-context cloning on the engine: the generator's frames, audio after the reference, "
+          "no prefix sharing across references",
+          "[qwen3_tts][icl][engine]") {
+  const Qwen3Tts& m = icl_base_model();
+  const IclReference a = icl_reference_of(140.0, 1), b = icl_reference_of(230.0, 2);
+  Qwen3TtsSampling seeded;
+  seeded.seed = 5;
+  const std::vector<Qwen3TtsRequest> requests = {
+      icl_request(a.xvector, a.codes, Qwen3TtsSampling::greedy(), 9),
+      icl_request(a.xvector, b.codes, seeded, 8, {42, 43, 44}, Qwen3TtsTextMode::non_streaming),
+      icl_request(b.xvector, {}, Qwen3TtsSampling::greedy(), 6, {42, 43, 44})};
+  std::vector<Qwen3TtsRequest> fixed = requests;
+  fixed[2].reference_text_tokens.clear();  // x-vector only
+  Qwen3TtsCpuExecutor executor(m, {.num_threads = 2});
+  PagedKVCache<> cache(executor.kv_cache_shape(), PagedKVCacheConfig{.byte_budget = std::size_t{32} << 20});
+  Qwen3TtsCpuEngine engine(FcfsScheduler(SchedulerConfig{}), std::move(cache), std::move(executor));
+  auto run = [&](std::span<const Qwen3TtsRequest> rs) {
+    std::vector<RequestId> ids;
+    for (const Qwen3TtsRequest& r : rs) ids.push_back(engine.add_request(make_qwen3_tts_request(m, r)));
+    std::vector<std::pair<std::vector<TokenId>, std::vector<float>>> out(ids.size());
+    while (engine.has_unfinished_requests())
+      for (const StreamChunk& chunk : engine.step()) {
+        const auto i = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), chunk.id) - ids.begin());
+        CHECK(chunk.error.empty());
+        out[i].first.insert(out[i].first.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+        out[i].second.insert(out[i].second.end(), chunk.audio.begin(), chunk.audio.end());
+      }
+    return out;
+  };
+  const auto got = run(fixed);
+  const std::vector<Qwen3TtsCodes> expected = icl_generate(m, fixed);
+  detail::ThreadPool pool(2);
+  for (std::size_t i = 0; i < fixed.size(); ++i) {
+    INFO("request " << i);
+    std::vector<TokenId> first_codes;
+    for (std::size_t f = 0; f < expected[i].frames; ++f) first_codes.push_back(expected[i].codes[f * 16]);
+    if (expected[i].finished_by_eos) first_codes.push_back(m.config().codec_eos_id);
+    CHECK(got[i].first == first_codes);
+    // Upstream decodes reference + generated codes and cuts the reference's
+    // samples: the engine's audio is what follows the reference's.
+    std::vector<std::int32_t> all = fixed[i].reference_codes;
+    all.insert(all.end(), expected[i].codes.begin(), expected[i].codes.end());
+    Qwen3TtsCodecState state = m.codec().new_stream();
+    std::vector<float> pcm;
+    m.codec().decode(pool, state, all, pcm);
+    const std::size_t skip = fixed[i].reference_codes.size() / 16 * m.codec().samples_per_frame();
+    REQUIRE(got[i].second.size() == pcm.size() - skip);
+    double worst = 0;
+    for (std::size_t k = 0; k < got[i].second.size(); ++k)
+      worst = std::max(worst, std::abs(double(got[i].second[k]) - pcm[skip + k]));
+    CHECK(worst <= 1e-5);
+  }
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+
+  // The prefix cache: the same reference again shares blocks; another
+  // reference with the same text and x-vector shares none.
+  const std::vector<Qwen3TtsRequest> first = {icl_request(a.xvector, a.codes, Qwen3TtsSampling::greedy(), 3)};
+  const std::vector<Qwen3TtsRequest> other = {icl_request(a.xvector, b.codes, Qwen3TtsSampling::greedy(), 3)};
+  (void)run(first);
+  const std::uint64_t before_other = engine.kv_cache().stats().prefix_cache_hits;
+  (void)run(other);
+  CHECK(engine.kv_cache().stats().prefix_cache_hits == before_other);
+  const auto again = run(first);
+  CHECK(engine.kv_cache().stats().prefix_cache_hits > before_other);
+  CHECK(again[0].first == run(first)[0].first);
+}
