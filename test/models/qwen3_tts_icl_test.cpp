@@ -376,3 +376,50 @@ TEST_CASE("Qwen3-TTS in-context cloning on the engine: the generator's frames, a
   CHECK(engine.kv_cache().stats().prefix_cache_hits > before_other);
   CHECK(again[0].first == run(first)[0].first);
 }
+
+TEST_CASE("Qwen3-TTS speech encoder equals an independent float64 implementation on the same weights",
+          "[qwen3_tts][icl][reference]") {
+  // Goldens from test/reference/qwen3_tts_speech_encoder_goldens.mjs (plain
+  // JavaScript, float64, channel-major, direct distances) on this checkpoint
+  // and this signal.
+  const fs::path goldens = fs::path(IZWI_SOURCE_DIR) / "test/models/goldens";
+  std::ifstream latent_file(goldens / "qwen3_tts_speech_encoder_latent.txt"),
+      codes_file(goldens / "qwen3_tts_speech_encoder_codes.txt");
+  if (!latent_file || !codes_file) {
+    WARN("SKIPPED: test/models/goldens/qwen3_tts_speech_encoder_*.txt are absent "
+         "(test/reference/qwen3_tts_speech_encoder_goldens.mjs writes them)");
+    return;
+  }
+  std::vector<double> want_latent;
+  for (double v; latent_file >> v;) want_latent.push_back(v);
+  std::vector<std::int32_t> want_codes;
+  for (std::int32_t v; codes_file >> v;) want_codes.push_back(v);
+
+  const std::size_t n = 12 * 1920 + 500;
+  std::vector<float> signal(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t = double(i) / 24000.0;
+    signal[i] = static_cast<float>(0.3 * std::sin(2 * M_PI * 140 * t) + 0.1 * std::sin(2 * M_PI * 377 * t + 0.5) +
+                                   0.05 * std::sin(2 * M_PI * 1230 * t) * (1 + 0.5 * std::sin(2 * M_PI * 3 * t)));
+  }
+  const Qwen3TtsSpeechEncoder& enc = *icl_base_model().speech_encoder();
+  detail::ThreadPool pool(2);
+  const std::vector<float> latent = enc.latent(signal, pool);
+  REQUIRE(latent.size() == want_latent.size());
+  REQUIRE(latent.size() == 13 * 32);
+  double diff = 0, norm = 0, worst = 0;
+  for (std::size_t i = 0; i < latent.size(); ++i) {
+    diff += (latent[i] - want_latent[i]) * (latent[i] - want_latent[i]);
+    norm += want_latent[i] * want_latent[i];
+    worst = std::max(worst, std::abs(latent[i] - want_latent[i]));
+  }
+  const double relative = std::sqrt(diff / norm);
+  INFO("latent: relative L2 " << relative << ", max |diff| " << worst);
+  CHECK(relative <= 1e-5);
+  const std::vector<std::int32_t> codes = enc.encode(signal, pool);
+  REQUIRE(codes.size() == want_codes.size());
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < codes.size(); ++i) same += codes[i] == want_codes[i];
+  INFO(same << " of " << codes.size() << " codes identical");
+  CHECK(same == codes.size());
+}

@@ -83,8 +83,14 @@ class Qwen3TtsSpeechEncoder {
   /// Frames of codes for n samples at config().sample_rate: ceil(n / 1920).
   std::size_t frames(std::size_t n_samples) const noexcept;
 
-  /// Codes [frames][valid_quantizers] of mono `pcm` at config().sample_rate.
+  /// Codes [frames][valid_quantizers] of mono `pcm` at config().sample_rate:
+  /// quantize(latent(pcm)).
   std::vector<std::int32_t> encode(std::span<const float> pcm, detail::ThreadPool& pool) const;
+  /// The continuous frames before quantization, [frames][hidden_size] (after
+  /// the downsample): what the split RVQ reads.
+  std::vector<float> latent(std::span<const float> pcm, detail::ThreadPool& pool) const;
+  /// The split RVQ's codes [frames][valid_quantizers] of latent frames.
+  std::vector<std::int32_t> quantize(std::span<const float> latent, detail::ThreadPool& pool) const;
   /// The same for audio at `sample_rate` (resampled with soxr when it differs).
   /// Throws izwi::invalid_argument("reference_audio") for empty audio or a
   /// non-finite sample.

@@ -275,7 +275,7 @@ inline std::size_t Qwen3TtsSpeechEncoder::frames(std::size_t n) const noexcept {
   return (n + s - 1) / s;
 }
 
-inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, detail::ThreadPool& pool) const {
+inline std::vector<float> Qwen3TtsSpeechEncoder::latent(std::span<const float> pcm, detail::ThreadPool& pool) const {
   const Qwen3TtsSpeechEncoderConfig& c = config_;
   const detail::Qwen3TtsSpeechEncoderWeights& w = *weights_;
   if (pcm.empty()) throw invalid_argument("reference_audio", "the reference audio is empty");
@@ -307,11 +307,26 @@ inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const f
   std::vector<float> scratch;
   for (const detail::Qwen3TtsEncoderLayer& l : w.layers) detail::encoder_layer(c, l, x, T, pool, scratch);
   if (c.downsample_stride() > 1) conv(w.downsample, x), x.swap(y);
+  x.resize(T * c.hidden_size);
+  return x;
+}
+
+inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::quantize(std::span<const float> latent,
+                                                                 detail::ThreadPool& pool) const {
+  const Qwen3TtsSpeechEncoderConfig& c = config_;
+  const detail::Qwen3TtsSpeechEncoderWeights& w = *weights_;
+  if (latent.size() % c.hidden_size != 0)
+    throw invalid_argument("latent", "the latent frames are not whole rows of " + std::to_string(c.hidden_size));
+  const std::size_t T = latent.size() / c.hidden_size;
   std::vector<std::int32_t> codes(T * c.valid_quantizers);
-  detail::encoder_rvq(c, w, w.semantic_proj, x.data(), T, 0, c.num_semantic_quantizers, codes.data(), pool);
-  detail::encoder_rvq(c, w, w.acoustic_proj, x.data(), T, c.num_semantic_quantizers,
+  detail::encoder_rvq(c, w, w.semantic_proj, latent.data(), T, 0, c.num_semantic_quantizers, codes.data(), pool);
+  detail::encoder_rvq(c, w, w.acoustic_proj, latent.data(), T, c.num_semantic_quantizers,
                       c.valid_quantizers - c.num_semantic_quantizers, codes.data(), pool);
   return codes;
+}
+
+inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, detail::ThreadPool& pool) const {
+  return quantize(latent(pcm, pool), pool);
 }
 
 inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, std::uint32_t sample_rate,
