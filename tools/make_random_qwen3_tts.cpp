@@ -5,7 +5,9 @@
 //   DIR/model.safetensors                      talker.* (talker, text projection, code predictor),
 //                                              speaker_encoder.* (Base: the ECAPA-TDNN)
 //   DIR/speech_tokenizer/config.json           the codec decoder's decoder_config
-//   DIR/speech_tokenizer/model.safetensors     decoder.* (the codec decoder; no encoder)
+//                                              (Base: and the encoder's encoder_config)
+//   DIR/speech_tokenizer/model.safetensors     decoder.* (the codec decoder), encoder.*
+//                                              (Base: the speech tokenizer's Mimi encoder)
 //
 //   izwi-make-random-qwen3-tts --out DIR [--shape small|0.6b] [--tokenizer tokenizer.json]
 //       [--seed 1] [--dtype f32|bf16] [--logit-scale 4] [--wav-gain 1]
@@ -22,9 +24,13 @@
 // (0.6b: channels 512, x-vector 1024; small: channels 64 - llama.cpp's Res2Net
 // scale 8, kernels 5/3/3/3/1 and dilations 1/2/3/4/1 kept - attention and SE
 // channels 16, x-vector = the talker's 64) and drops the named speakers, as a
-// published Base config has none. The speaker encoder draws from its own
-// random stream, so a Base and a CustomVoice checkpoint of one seed share
-// every other weight.
+// published Base config has none, and the speech tokenizer's Mimi encoder for
+// in-context cloning (0.6b: the published shape, SEANet 64 filters, transformer
+// 512 wide with 8 layers, 32 codebooks of 256; small: 8 filters, 32 wide, 2
+// layers of 4 heads, 16 codebooks of 16; strides 4·5·6·8 and the downsample
+// kept in both). The speaker and speech encoders draw from their own random
+// streams, so a Base and a CustomVoice checkpoint of one seed share every
+// other weight.
 //
 // Scales: linear and conv weights N(0, 1/fan_in), norms 1 ± 0.05, small
 // biases, layer scales and ConvNeXt γ 0.1 (both heads' rows at --logit-scale
@@ -64,14 +70,18 @@ struct Shape {
   std::uint32_t p_hidden, p_layers, p_heads, p_kv_heads, p_head_dim, p_ffn;
   std::uint32_t codebook_dim, latent, c_hidden, c_ffn, c_heads, c_head_dim, decoder_dim;
   std::uint32_t ecapa_channels, ecapa_attention;  // the speaker encoder (Base)
+  // The speech tokenizer's encoder (Base): SEANet filters, transformer width,
+  // layers, heads, head_dim, ffn, codebook width, quantizers written.
+  std::uint32_t e_filters, e_hidden, e_layers, e_heads, e_head_dim, e_ffn, e_codebook_dim, e_quantizers;
 };
 
 Shape shape_of(const std::string& name) {
   if (name == "0.6b")
     return {1024, 28, 16, 8, 128, 3072, 2048, {24, 20, 20}, 1024, 5, 16, 8, 128, 3072, 512, 1024, 512, 1024, 16, 64, 1536,
-            512, 128};
+            512, 128, 64, 512, 8, 8, 64, 2048, 256, 32};
   if (name == "small")
-    return {64, 2, 4, 2, 32, 128, 64, {6, 5, 5}, 48, 2, 4, 2, 16, 96, 32, 64, 64, 128, 16, 4, 64, 64, 16};
+    return {64, 2, 4, 2, 32, 128, 64, {6, 5, 5}, 48, 2, 4, 2, 16, 96, 32, 64, 64, 128, 16, 4, 64, 64, 16,
+            8, 32, 2, 4, 8, 64, 16, 16};
   std::cerr << program << ": --shape must be small or 0.6b\n";
   std::exit(2);
 }
@@ -344,6 +354,58 @@ void add_codec(TensorSet& t, const Shape& s, const Options& o) {
   add_conv(t, "decoder.decoder.6.conv", c, 1, 7, 0.1 * o.wav_gain);
 }
 
+/// The speech tokenizer's encoder (encoder.*), transformers' MimiModel layout:
+/// SEANet layers (conv, then per stride 4, 5, 6, 8 a residual block, an ELU
+/// and the strided conv, then an ELU and the last conv), the transformer, the
+/// downsample and the split RVQ's input projections and codebooks.
+void add_speech_encoder(TensorSet& t, const Shape& s) {
+  const std::uint64_t f = s.e_filters, h = s.e_hidden, d = s.e_codebook_dim;
+  std::size_t index = 0;
+  auto layer = [&] { return "encoder.encoder.layers." + std::to_string(index++); };
+  add_conv(t, layer() + ".conv", 1, f, 7);
+  std::uint64_t c = f;
+  for (std::uint64_t ratio : {4, 5, 6, 8}) {
+    const std::string p = layer() + ".block.";
+    add_conv(t, p + "1.conv", c, c / 2, 3);
+    add_conv(t, p + "3.conv", c / 2, c, 1, 0.5);
+    ++index;  // ELU
+    add_conv(t, layer() + ".conv", c, 2 * c, 2 * ratio);
+    c *= 2;
+  }
+  ++index;  // ELU
+  add_conv(t, layer() + ".conv", c, h, 3);
+  const std::uint64_t qd = std::uint64_t{s.e_heads} * s.e_head_dim;
+  for (std::uint32_t l = 0; l < s.e_layers; ++l) {
+    const std::string p = "encoder.encoder_transformer.layers." + std::to_string(l) + ".";
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm"}) {
+      t.norm(p + norm + ".weight", h);
+      t.bias(p + norm + ".bias", h);
+    }
+    t.add(p + "self_attn_layer_scale.scale", {h}, 0.1, 0.01);
+    t.add(p + "mlp_layer_scale.scale", {h}, 0.1, 0.01);
+    t.weight(p + "self_attn.q_proj.weight", {qd, h}, h);
+    t.weight(p + "self_attn.k_proj.weight", {qd, h}, h);
+    t.weight(p + "self_attn.v_proj.weight", {qd, h}, h);
+    t.weight(p + "self_attn.o_proj.weight", {h, qd}, qd);
+    t.weight(p + "mlp.fc1.weight", {s.e_ffn, h}, h);
+    t.weight(p + "mlp.fc2.weight", {h, s.e_ffn}, s.e_ffn);
+  }
+  t.weight("encoder.downsample.conv.weight", {h, h, 4}, 4 * h);
+  for (const char* part : {"semantic", "acoustic"}) {
+    const std::string p = std::string("encoder.quantizer.") + part + "_residual_vector_quantizer.";
+    t.weight(p + "input_proj.weight", {d, h, 1}, h);
+    t.weight(p + "output_proj.weight", {h, d, 1}, d);  // the decoder side's; unused by encode
+    const std::uint32_t layers = std::string(part) == "semantic" ? 1 : s.e_quantizers - 1;
+    for (std::uint32_t q = 0; q < layers; ++q) {
+      const std::string cb = p + "layers." + std::to_string(q) + ".codebook.";
+      // Centroids (embed_sum / usage) about as wide as the projected frames, so codes spread.
+      t.add(cb + "embed_sum", {codebook, d}, 0.0, 1.0 / (q + 1.0));
+      t.uniform(cb + "cluster_usage", codebook, 0.5f, 2.0f);
+      t.add(cb + "initialized", {1}, 1.0, 0.0);
+    }
+  }
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -406,13 +468,33 @@ std::string main_config(const Shape& s, const Options& o) {
   return buf;
 }
 
-std::string codec_config(const Shape& s) {
-  char buf[2048];
+std::string codec_config(const Shape& s, const Options& o) {
+  std::string encoder;
+  if (o.model_type == "base") {
+    char e[1536];
+    std::snprintf(e, sizeof e,
+                  "  \"encoder_config\": {\n    \"_frame_rate\": 12.5,\n    \"audio_channels\": 1,\n"
+                  "    \"sampling_rate\": 24000,\n    \"num_filters\": %u,\n    \"kernel_size\": 7,\n"
+                  "    \"residual_kernel_size\": 3,\n    \"last_kernel_size\": 3,\n    \"num_residual_layers\": 1,\n"
+                  "    \"dilation_growth_rate\": 2,\n    \"compress\": 2,\n    \"upsampling_ratios\": [8, 6, 5, 4],\n"
+                  "    \"hidden_size\": %u,\n    \"num_hidden_layers\": %u,\n    \"num_attention_heads\": %u,\n"
+                  "    \"num_key_value_heads\": %u,\n    \"head_dim\": %u,\n    \"intermediate_size\": %u,\n"
+                  "    \"hidden_act\": \"gelu\",\n    \"norm_eps\": 1e-05,\n    \"layer_scale_initial_scale\": 0.01,\n"
+                  "    \"rope_theta\": 10000.0,\n    \"max_position_embeddings\": 8000,\n    \"sliding_window\": 250,\n"
+                  "    \"use_causal_conv\": true,\n    \"pad_mode\": \"constant\",\n    \"use_conv_shortcut\": false,\n"
+                  "    \"codebook_size\": 2048,\n    \"codebook_dim\": %u,\n"
+                  "    \"vector_quantization_hidden_dimension\": %u,\n    \"num_quantizers\": %u,\n"
+                  "    \"num_semantic_quantizers\": 1,\n    \"frame_rate\": 12.5\n  },\n",
+                  s.e_filters, s.e_hidden, s.e_layers, s.e_heads, s.e_heads, s.e_head_dim, s.e_ffn, s.e_codebook_dim,
+                  s.e_codebook_dim, s.e_quantizers);
+    encoder = e;
+  }
+  char buf[4096];
   std::snprintf(buf, sizeof buf,
                 "{\n  \"architectures\": [\"Qwen3TTSTokenizerV2Model\"],\n  \"model_type\": \"qwen3_tts_tokenizer_12hz\",\n"
                 "  \"input_sample_rate\": 24000,\n  \"output_sample_rate\": 24000,\n"
                 "  \"decode_upsample_rate\": 1920,\n  \"encode_downsample_rate\": 1920,\n"
-                "  \"encoder_valid_num_quantizers\": 16,\n  \"decoder_config\": {\n"
+                "  \"encoder_valid_num_quantizers\": 16,\n%s  \"decoder_config\": {\n"
                 "    \"codebook_size\": 2048,\n    \"codebook_dim\": %u,\n    \"latent_dim\": %u,\n"
                 "    \"hidden_size\": %u,\n    \"intermediate_size\": %u,\n    \"num_hidden_layers\": 8,\n"
                 "    \"num_attention_heads\": %u,\n    \"num_key_value_heads\": %u,\n    \"head_dim\": %u,\n"
@@ -420,7 +502,8 @@ std::string codec_config(const Shape& s) {
                 "    \"hidden_act\": \"silu\",\n    \"attention_bias\": false,\n    \"layer_scale_initial_scale\": 0.01,\n"
                 "    \"max_position_embeddings\": 8000,\n    \"num_quantizers\": 16,\n    \"decoder_dim\": %u,\n"
                 "    \"upsample_rates\": [8, 5, 4, 3],\n    \"upsampling_ratios\": [2, 2]\n  }\n}\n",
-                s.codebook_dim, s.latent, s.c_hidden, s.c_ffn, s.c_heads, s.c_heads, s.c_head_dim, s.decoder_dim);
+                encoder.c_str(), s.codebook_dim, s.latent, s.c_hidden, s.c_ffn, s.c_heads, s.c_heads, s.c_head_dim,
+                s.decoder_dim);
   return buf;
 }
 
@@ -435,7 +518,7 @@ int main(int argc, char** argv) try {
              "{\n  \"do_sample\": true,\n  \"top_k\": 50,\n  \"top_p\": 1.0,\n  \"temperature\": 0.9,\n"
              "  \"repetition_penalty\": 1.05,\n  \"subtalker_dosample\": true,\n  \"subtalker_top_k\": 50,\n"
              "  \"subtalker_top_p\": 1.0,\n  \"subtalker_temperature\": 0.9,\n  \"max_new_tokens\": 8192\n}\n");
-  write_text(o.out / "speech_tokenizer/config.json", codec_config(s));
+  write_text(o.out / "speech_tokenizer/config.json", codec_config(s, o));
   if (!o.tokenizer.empty())
     fs::copy_file(o.tokenizer, o.out / "tokenizer.json", fs::copy_options::overwrite_existing);
 
@@ -454,6 +537,12 @@ int main(int argc, char** argv) try {
   {
     TensorSet codec(rng);
     add_codec(codec, s, o);
+    if (o.model_type == "base") {
+      std::mt19937_64 encoder_rng(o.seed ^ 0x6d696d69656e63ULL);  // "mimienc": its own stream, see the top
+      TensorSet encoder(encoder_rng);
+      add_speech_encoder(encoder, s);
+      codec.merge(std::move(encoder));
+    }
     codec.write(o.out / "speech_tokenizer/model.safetensors", o.dtype == "bf16");
   }
   std::cout << "wrote a random-weight Qwen3-TTS (" << o.shape << " shape, seed " << o.seed << ") to " << o.out

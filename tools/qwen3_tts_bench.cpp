@@ -4,6 +4,7 @@
 //
 //   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8]
 //                            [--first-window 2] [--window 8] [--batch-variant]
+//                            [--reference-seconds S]
 //   izwi-qwen3-tts-bench --gguf TALKER.gguf --mmproj MMPROJ.gguf [...]   (llama.cpp's pair: the peer's very file)
 //
 // For each stream count S: S speech requests added together to a
@@ -15,10 +16,15 @@
 // one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
 // --batch-variant runs the executor with batch_invariant off (the
 // row-count-dependent kernels): the A/B of what the batch-invariance
-// guarantee costs.
+// guarantee costs. --reference-seconds S (a Base checkpoint with the speech
+// tokenizer's encoder) clones every request in context from S seconds of a
+// synthetic reference: it prints the time of the x-vector and of the reference
+// codes once, and the TTFA then includes the longer prompt and the codec's
+// reference prefix.
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -51,6 +57,7 @@ int main(int argc, char** argv) try {
   std::size_t threads = 2, frames = 48, first_window = 2, window = 8;
   std::vector<std::size_t> streams = {1, 4, 8};
   bool batch_invariant = true;
+  double reference_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -65,13 +72,14 @@ int main(int argc, char** argv) try {
     else if (a == "--mmproj") mmproj_gguf = next();
     else if (a == "--streams") streams = parse_list(next());
     else if (a == "--batch-variant") batch_invariant = false;
+    else if (a == "--reference-seconds") reference_seconds = std::stod(next());
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
   if ((dir.empty() == talker_gguf.empty()) || talker_gguf.empty() != mmproj_gguf.empty() || frames == 0 ||
       window == 0 || first_window == 0) {
     std::cerr << "usage: izwi-qwen3-tts-bench DIR | --gguf TALKER.gguf --mmproj MMPROJ.gguf [--threads 2] [--frames 48] "
-                 "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant]\n";
+                 "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant] [--reference-seconds S]\n";
     return 2;
   }
   const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf) : Qwen3Tts::load(dir);
@@ -79,6 +87,23 @@ int main(int argc, char** argv) try {
   std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu, %s\n",
               model.description().c_str(), threads, frames, first_window, window,
               batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)");
+  Qwen3TtsRequest clone;  // in-context cloning's x-vector, codes and transcript (--reference-seconds)
+  if (reference_seconds > 0) {
+    std::vector<float> reference(static_cast<std::size_t>(reference_seconds * 24000));
+    for (std::size_t i = 0; i < reference.size(); ++i)
+      reference[i] = static_cast<float>(0.3 * std::sin(0.037 * double(i)) + 0.1 * std::sin(0.11 * double(i)));
+    detail::ThreadPool pool(threads);
+    auto start = std::chrono::steady_clock::now();
+    clone.speaker_embedding = model.speaker_embedding(reference, 24000, pool);
+    const double xvector_s = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    clone.reference_codes = model.reference_codes(reference, 24000, pool);
+    const double codes_s = seconds_since(start);
+    clone.reference_text_tokens = {40, 1079, 264, 5785, 311, 1473, 279, 1273, 13};
+    clone.text_mode = Qwen3TtsTextMode::streaming;
+    std::printf("in-context cloning from %.1f s of reference: x-vector %.3f s, %zu frames of codes %.3f s\n",
+                reference_seconds, xvector_s, clone.reference_codes.size() / model.config().num_code_groups, codes_s);
+  }
   std::printf("%8s %12s %12s %14s %14s %14s\n", "streams", "total f/s", "audio s/s", "f/s per stream",
               "mean TTFA s", "worst TTFA s");
   for (std::size_t s : streams) {
@@ -89,7 +114,7 @@ int main(int argc, char** argv) try {
     Qwen3TtsCpuEngine engine(FcfsScheduler{}, std::move(cache), std::move(executor));
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < s; ++i) {
-      Qwen3TtsRequest r;
+      Qwen3TtsRequest r = clone;
       r.text_tokens = {9707, 11, 1879, 13, 1096, 374, 264, 1273};
       r.sampling.seed = i + 1;
       r.sampling.max_frames = static_cast<std::uint32_t>(frames);

@@ -25,7 +25,7 @@ namespace izwi::testing {
 inline std::filesystem::path random_qwen3_tts(const std::string& model_type = "custom_voice") {
   const bool base = model_type == "base";
   const std::filesystem::path dir =
-      std::filesystem::current_path() / (base ? "random-qwen3-tts-small-base" : "random-qwen3-tts-small");
+      std::filesystem::current_path() / (base ? "random-qwen3-tts-small-base-icl" : "random-qwen3-tts-small");
   if (!std::filesystem::exists(dir / "speech_tokenizer/model.safetensors")) {
     // Written beside and renamed into place, so that test processes started
     // together (ctest -j) never read a half-written model.

@@ -401,6 +401,22 @@ TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama
     }
     CHECK(frames >= 2);
     CHECK(samples == frames * 1920);
+    CHECK(model->make_speech_request(speech).speech->codec_prefix.empty());  // x-vector only
+    // With the transcript: in-context cloning. The reference's 25 frames of
+    // codes lead the prompt and prime the codec; its audio is not sent again.
+    speech.reference_text = "A tone for two seconds.";
+    const Request icl = model->make_speech_request(speech);
+    CHECK(icl.speech->codec_prefix.size() == 25 * 16);
+    REQUIRE(icl.audio != nullptr);
+    CHECK(icl.audio->placeholder_length > 25);
+    stream = model->submit(model->make_speech_request(speech));
+    samples = frames = 0;
+    while (auto chunk = stream.next()) {
+      samples += chunk->audio.size();
+      frames += chunk->token_ids.size();
+    }
+    CHECK(frames >= 2);
+    CHECK(samples == frames * 1920);
     model->shutdown(std::chrono::steady_clock::now() + 1s);
   }
   // A talker GGUF whose mmproj is not beside it: refused, naming what is missing.

@@ -93,6 +93,11 @@ struct SpeechConditioning {
   /// window runs dry before the third unless a step takes under 20 ms).
   std::uint32_t first_window_frames = 2;
   std::uint32_t window_frames = 8;
+  /// Codes the audio continues from ([frames][codebooks]; Qwen3-TTS's
+  /// in-context cloning reference): decoded into the codec's state before the
+  /// first generated frame, their audio not emitted, as upstream decodes the
+  /// reference and generated codes together and cuts the reference's part.
+  std::vector<std::int32_t> codec_prefix;
 };
 
 /// One request as a client submits it.

@@ -43,6 +43,7 @@
 #include "izwi/models/qwen3_tts_config.hpp"
 #include "izwi/models/detail/qwen3_tts_compute.hpp"
 #include "izwi/models/qwen3_tts_speaker_encoder.hpp"
+#include "izwi/models/qwen3_tts_speech_encoder.hpp"
 #include "izwi/tokenizer/bpe_tokenizer.hpp"
 
 namespace izwi {
@@ -105,6 +106,16 @@ class Qwen3Tts {
   /// The same on the caller's thread pool.
   std::vector<float> speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
                                        detail::ThreadPool& pool) const;
+  /// The speech tokenizer's encoder (Base models whose speech_tokenizer/config.json
+  /// has encoder_config), or null.
+  const Qwen3TtsSpeechEncoder* speech_encoder() const noexcept { return speech_encoder_.get(); }
+  /// The reference codes ([frames][num_code_groups]) of mono reference audio
+  /// `pcm` at `sample_rate`, for Qwen3TtsRequest::reference_codes (in-context
+  /// cloning). Throws izwi::invalid_argument ("reference_audio") when the model
+  /// has no speech encoder, or the audio is empty or not finite.
+  std::vector<std::int32_t> reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
+                                            detail::ThreadPool& pool) const;
+  std::vector<std::int32_t> reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const;
   /// The checkpoint's tokenizer, when it has one.
   const tokenizer::BpeTokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
   /// Where the weights came from, for logs.
@@ -117,6 +128,7 @@ class Qwen3Tts {
   Qwen3TtsPredictorWeights predictor_;
   std::shared_ptr<const Qwen3TtsCodecDecoder> codec_;
   std::shared_ptr<const Qwen3TtsSpeakerEncoder> speaker_encoder_;
+  std::shared_ptr<const Qwen3TtsSpeechEncoder> speech_encoder_;
   std::shared_ptr<const void> weights_owner_;  // the mapped model.safetensors the views point into
   std::shared_ptr<const tokenizer::BpeTokenizer> tokenizer_;
   std::string description_;
@@ -149,6 +161,11 @@ struct Qwen3TtsPrompt {
   std::optional<std::size_t> speaker_embedding_row;
   /// Text ids frame k adds (its text_projection row) while k < size(); tts_pad after.
   std::vector<TokenId> trailing_text;
+  /// In-context cloning: the row of the reference's frame 0; frame f is at
+  /// row reference_frame_row + f (codec half absent in `rows`: the caller adds
+  /// the frame's 16 code embeddings there, as for a generated frame).
+  std::optional<std::size_t> reference_frame_row;
+  std::size_t reference_frames = 0;
 };
 
 /// The talker prompt of upstream's generate():
@@ -176,6 +193,27 @@ Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& config, std::span<const To
                                 std::span<const TokenId> instruction = {},
                                 Qwen3TtsTextMode mode = Qwen3TtsTextMode::non_streaming,
                                 bool speaker_embedding = false);
+
+/// The talker prompt of upstream's in-context cloning (generate() with
+/// icl_mode, generate_icl_prompt): the head of qwen3_tts_prompt with the
+/// x-vector row (always present: upstream clones in context with the
+/// x-vector too) up to tts_bos + codec_pad, then, with
+///   T = reference_text ++ text ++ [tts_eos]     (text rows)
+///   C = [codec_bos, reference frame 0 .. F-1]   (codec rows; a frame row is Σ of its 16 code embeddings)
+///   non-streaming: T[i] + codec_pad for each i, then tts_pad + C[j] for each j;
+///                  frames add tts_pad
+///   streaming:     T[j] + C[j] for j < |C| (tts_pad where T has run out);
+///                  frames add T[|C|..] (ending with tts_eos), then tts_pad
+/// The last prompt row is the last reference frame's, so the talker goes on
+/// from the reference's audio. `reference_text` is the transcript of the
+/// reference audio, tokenised alone; `reference_frames` its frames of codes.
+/// Throws izwi::invalid_argument for empty text ("input"), empty reference
+/// text ("reference_text"), no reference frames ("reference_audio") and what
+/// qwen3_tts_prompt refuses.
+Qwen3TtsPrompt qwen3_tts_icl_prompt(const Qwen3TtsConfig& config, std::span<const TokenId> text,
+                                    std::span<const TokenId> reference_text, std::size_t reference_frames,
+                                    std::string_view language = "auto", std::span<const TokenId> instruction = {},
+                                    Qwen3TtsTextMode mode = Qwen3TtsTextMode::streaming);
 
 /// Sampling as upstream's generate() defaults it. temperature 0 is greedy.
 struct Qwen3TtsSampling {
@@ -214,6 +252,12 @@ struct Qwen3TtsRequest {
   /// A cloned voice: the x-vector of Qwen3Tts::speaker_embedding (talker
   /// hidden floats), spoken instead of a named speaker. Empty: none.
   std::vector<float> speaker_embedding;
+  /// In-context cloning (with speaker_embedding, as upstream): the reference
+  /// audio's codes ([frames][num_code_groups], Qwen3Tts::reference_codes) and
+  /// its transcript, tokenised. Empty codes: x-vector cloning or none. The
+  /// generated codes continue the reference; they do not include it.
+  std::vector<std::int32_t> reference_codes;
+  std::vector<TokenId> reference_text_tokens;
 };
 
 struct Qwen3TtsCodes {

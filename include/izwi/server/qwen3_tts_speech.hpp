@@ -13,7 +13,9 @@
 //                      sampling with the request's seed, temperature, top_k
 //                      and frame limit; reference audio (Base models) becomes
 //                      the x-vector of Qwen3Tts::speaker_embedding, computed
-//                      here, on the caller's (preparation) thread.
+//                      here, on the caller's (preparation) thread, and with
+//                      reference_text also the reference codes of
+//                      Qwen3Tts::reference_codes: in-context cloning.
 
 #include <string>
 
@@ -67,11 +69,24 @@ inline Request qwen3_tts_speech_request(const Qwen3Tts& model, const SpeechSynth
   r.language = s.language;
   r.speaker = s.speaker;
   // x-vector cloning, in the non-streaming text mode llama.cpp implements
-  // too (the one compared against it); reference_text would serve in-context
-  // cloning, which izwi does not do yet.
+  // too (the one compared against it); with the reference's transcript,
+  // in-context cloning (the x-vector, the reference codes and the transcript),
+  // in the streaming text mode upstream's generate_voice_clone defaults to.
   if (s.reference_audio) {
     r.speaker_embedding = model.speaker_embedding(*s.reference_audio, s.reference_sample_rate);
     r.speaker.clear();
+    if (!s.reference_text.empty()) {
+      if (!model.speech_encoder())
+        throw invalid_argument("reference_text",
+                               "in-context cloning (reference_text) needs the speech tokenizer's encoder, which this "
+                               "model (" + model.description() + ") does not have; leave reference_text out to "
+                               "clone by x-vector only");
+      r.reference_codes = model.reference_codes(*s.reference_audio, s.reference_sample_rate);
+      r.reference_text_tokens = tokenizer->encode(s.reference_text, plain);
+      if (r.reference_text_tokens.empty())
+        throw invalid_argument("reference_text", "the reference transcript has no tokens");
+      r.text_mode = Qwen3TtsTextMode::streaming;
+    }
   }
   r.sampling.seed = s.seed;
   if (s.temperature) r.sampling.temperature = r.sampling.predictor_temperature = *s.temperature;

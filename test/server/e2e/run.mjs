@@ -149,7 +149,9 @@ if (opts.requireTts !== undefined || (opts.makeTts && fs.existsSync(opts.makeTts
   const makeTts = (name, ttsArgs) => {
     const dir = path.join(opts.work, name);
     const stamp = path.join(dir, "izwi-e2e-args.json");
-    const want = JSON.stringify(ttsArgs);
+    // The writer's version too: a Base checkpoint from before the speech
+    // tokenizer's encoder was written cannot clone in context.
+    const want = JSON.stringify({args: ttsArgs, writer: "with-speech-encoder"});
     const have = fs.existsSync(stamp) ? fs.readFileSync(stamp, "utf8") : null;
     if (have === want && fs.existsSync(path.join(dir, "model.safetensors"))) return dir;
     fs.mkdirSync(opts.work, {recursive: true});

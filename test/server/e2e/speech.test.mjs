@@ -238,9 +238,13 @@ describe("voice cloning (Base model)", () => {
     assert.ok(listed.json.data.some((v) => v.id === id && v.type === "saved"));
     const viaId = Buffer.from(await (await client.audio.speech.create({...cloned, voice: {id}})).arrayBuffer());
     const {voice, ...noVoice} = cloned;
+    // The saved voice keeps its transcript: in-context cloning, as inline with both.
     const inline = Buffer.from(await (await client.audio.speech.create(
-        {...noVoice, reference_audio: reference.toString("base64")})).arrayBuffer());
+        {...noVoice, reference_audio: reference.toString("base64"), reference_text: "A tone."})).arrayBuffer());
     assert.ok(viaId.length > 0 && viaId.equals(inline), "a saved voice speaks as its recording inline");
+    const xvectorOnly = Buffer.from(await (await client.audio.speech.create(
+        {...noVoice, reference_audio: reference.toString("base64")})).arrayBuffer());
+    assert.ok(!xvectorOnly.equals(inline), "without the transcript: x-vector cloning, other audio");
     await assert.rejects(client.audio.speech.create({...BASE, voice: {id}}),
                          (e) => e instanceof BadRequestError && e.param === "voice");
     assert.equal((await request(server, {method: "DELETE", path: `/v1/audio/voices/${id}`})).status, 200);

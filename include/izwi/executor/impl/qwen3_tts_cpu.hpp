@@ -39,6 +39,17 @@ inline Qwen3TtsCpuExecutor::Stream& Qwen3TtsCpuExecutor::stream_for(const Schedu
   s.sub_code_sampling.temperature = speech.sub_code_temperature;
   s.sub_code_sampling.top_k = speech.sub_code_top_k;
   s.sub_code_sampling.top_p = speech.sub_code_top_p;
+  if (!speech.codec_prefix.empty()) {
+    // In-context cloning: the codec continues from the reference's codes, as
+    // upstream decodes them before the generated ones; their audio is dropped.
+    std::vector<float> reference_audio;
+    try {
+      model_->codec().decode(*pool_, s.codec, speech.codec_prefix, reference_audio);
+    } catch (...) {
+      streams_.erase(it);
+      throw;
+    }
+  }
   s.window = std::max<std::uint32_t>(speech.window_frames, 1);
   s.next_window = std::clamp<std::uint32_t>(speech.first_window_frames, 1, s.window);
   return s;

@@ -37,6 +37,21 @@ inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm
   return speaker_embedding(pcm, sample_rate, pool);
 }
 
+inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
+                                                            detail::ThreadPool& pool) const {
+  if (!speech_encoder_)
+    throw invalid_argument("reference_audio", "this model (" + description_ +
+                                                  ") has no speech tokenizer encoder: in-context cloning needs a "
+                                                  "Qwen3-TTS Base checkpoint in the Hugging Face layout whose "
+                                                  "speech_tokenizer/config.json has encoder_config");
+  return speech_encoder_->encode(pcm, sample_rate, pool);
+}
+
+inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const {
+  detail::ThreadPool pool(1);
+  return reference_codes(pcm, sample_rate, pool);
+}
+
 inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
                                        std::string_view language, std::string_view speaker,
                                        std::span<const TokenId> instruction, Qwen3TtsTextMode mode,
@@ -104,6 +119,39 @@ inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const 
   return prompt;
 }
 
+inline Qwen3TtsPrompt qwen3_tts_icl_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
+                                           std::span<const TokenId> reference_text, std::size_t reference_frames,
+                                           std::string_view language, std::span<const TokenId> instruction,
+                                           Qwen3TtsTextMode mode) {
+  if (text.empty()) throw invalid_argument("input", "the text to speak is empty");
+  if (reference_text.empty())
+    throw invalid_argument("reference_text", "in-context cloning needs the reference audio's transcript");
+  if (reference_frames == 0) throw invalid_argument("reference_audio", "in-context cloning needs reference codes");
+  // The head: the non-streaming prompt of an x-vector voice without its text tail.
+  Qwen3TtsPrompt prompt = qwen3_tts_prompt(c, text, language, "", instruction, Qwen3TtsTextMode::non_streaming, true);
+  prompt.rows.resize(prompt.rows.size() - (text.size() + 2));
+  std::vector<TokenId> t(reference_text.begin(), reference_text.end());
+  t.insert(t.end(), text.begin(), text.end());
+  t.push_back(c.tts_eos_id);
+  const std::size_t codec_rows = reference_frames + 1;  // codec_bos, then the frames
+  std::vector<Qwen3TtsPromptRow>& rows = prompt.rows;
+  if (mode == Qwen3TtsTextMode::non_streaming) {
+    for (TokenId id : t) rows.push_back({id, c.codec_pad_id});
+    rows.push_back({c.tts_pad_id, c.codec_bos_id});
+    prompt.reference_frame_row = rows.size();
+    rows.insert(rows.end(), reference_frames, {c.tts_pad_id, -1});
+  } else {
+    for (std::size_t j = 0; j < codec_rows; ++j) {
+      if (j == 1) prompt.reference_frame_row = rows.size();
+      rows.push_back({j < t.size() ? t[j] : c.tts_pad_id, j == 0 ? c.codec_bos_id : -1});
+    }
+    if (t.size() > codec_rows) prompt.trailing_text.assign(t.begin() + static_cast<std::ptrdiff_t>(codec_rows), t.end());
+  }
+  prompt.reference_frames = reference_frames;
+  return prompt;
+}
+
+
 struct Qwen3TtsGenerator::Active {
   const Qwen3TtsRequest* request = nullptr;
   Qwen3TtsCodes* out = nullptr;
@@ -159,6 +207,18 @@ inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, st
       const std::vector<float>& e = a->request->speaker_embedding;
       for (std::size_t i = 0; i < h; ++i) out[i] += e[i];
     }
+    // In-context cloning: each reference frame's row adds the sum of its 16
+    // code embeddings (summed apart first, as the engine's request carries it).
+    if (const auto at = a->prompt.reference_frame_row) {
+      const std::size_t groups = compute_.model().config().num_code_groups;
+      std::vector<float> frame(h);
+      for (std::size_t f = 0; f < a->prompt.reference_frames; ++f) {
+        std::fill(frame.begin(), frame.end(), 0.0f);
+        compute_.add_frame_row(std::span(a->request->reference_codes).subspan(f * groups, groups), frame.data());
+        float* out = x.data() + (first + *at + f) * h;
+        for (std::size_t i = 0; i < h; ++i) out[i] += frame[i];
+      }
+    }
   }
 }
 
@@ -166,6 +226,34 @@ namespace detail {
 
 /// izwi::invalid_argument("speaker_embedding") unless `e` is empty or a
 /// finite vector of the talker's width.
+/// The prompt of request r: in-context cloning when it carries reference
+/// codes (which must be whole frames of codes in the codebooks, with an
+/// x-vector and a transcript), qwen3_tts_prompt otherwise.
+inline Qwen3TtsPrompt qwen3_tts_request_prompt(const Qwen3TtsConfig& c, const Qwen3TtsRequest& r) {
+  if (r.reference_codes.empty()) {
+    if (!r.reference_text_tokens.empty())
+      throw invalid_argument("reference_text", "a reference transcript needs reference audio (in-context cloning)");
+    return qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens, r.text_mode,
+                            !r.speaker_embedding.empty());
+  }
+  const std::size_t groups = c.num_code_groups;
+  if (r.reference_codes.size() % groups != 0)
+    throw invalid_argument("reference_audio", "the reference codes hold " + std::to_string(r.reference_codes.size()) +
+                                                  " values, not whole frames of " + std::to_string(groups));
+  for (std::size_t i = 0; i < r.reference_codes.size(); ++i)
+    if (r.reference_codes[i] < 0 || static_cast<std::uint32_t>(r.reference_codes[i]) >= c.predictor.vocab_size)
+      throw invalid_argument("reference_audio", "reference code " + std::to_string(r.reference_codes[i]) +
+                                                    " (frame " + std::to_string(i / groups) + ", codebook " +
+                                                    std::to_string(i % groups) + ") is outside the codebooks");
+  if (r.speaker_embedding.empty())
+    throw invalid_argument("reference_audio", "in-context cloning needs the reference's x-vector too "
+                                              "(speaker_embedding), as upstream's icl mode uses it");
+  if (!r.speaker.empty())
+    throw invalid_argument("voice", "a cloned voice cannot also name a speaker ('" + r.speaker + "')");
+  return qwen3_tts_icl_prompt(c, r.text_tokens, r.reference_text_tokens, r.reference_codes.size() / groups, r.language,
+                              r.instruction_tokens, r.text_mode);
+}
+
 inline void check_qwen3_tts_speaker_embedding(const Qwen3TtsConfig& c, std::span<const float> e) {
   if (e.empty()) return;
   if (e.size() != c.talker.hidden_size)

@@ -115,8 +115,7 @@ inline std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qw
     detail::check_qwen3_tts_speaker_embedding(c, r.speaker_embedding);
     Active& a = states[i];
     a.request = &r, a.out = &results[i], a.id = i + 1;
-    a.prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens, r.text_mode,
-                                !r.speaker_embedding.empty());
+    a.prompt = detail::qwen3_tts_request_prompt(c, r);
     a.pending = a.prompt.rows.size();
     a.frame.assign(c.num_code_groups, 0);
     a.rng.reseed(r.sampling.seed);

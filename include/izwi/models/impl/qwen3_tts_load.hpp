@@ -119,10 +119,24 @@ inline Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOpt
     model.speaker_encoder_ = std::make_shared<const Qwen3TtsSpeakerEncoder>(
         Qwen3TtsSpeakerEncoder::load(*directory, *model.config_.speaker_encoder));
   model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(Qwen3TtsCodecDecoder::load(dir / "speech_tokenizer"));
+  if (model.config_.speaker_encoder) {
+    // Base models clone in context too: the speech tokenizer's encoder gives
+    // the reference codes. Checkpoints without encoder_config clone by x-vector only.
+    const std::filesystem::path st = dir / "speech_tokenizer";
+    const io::JsonValue doc = io::read_json_file(st / "config.json");
+    if (Qwen3TtsSpeechEncoderConfig::has_encoder(io::ConfigView(doc, (st / "config.json").string())))
+      model.speech_encoder_ = std::make_shared<const Qwen3TtsSpeechEncoder>(Qwen3TtsSpeechEncoder::load(st));
+  }
   const Qwen3TtsCodecConfig& codec = model.codec_->config();
   if (codec.num_quantizers != model.config_.num_code_groups)
     throw error(dir.string() + ": speech_tokenizer/config.json has " + std::to_string(codec.num_quantizers) +
                 " quantizers but config.json " + std::to_string(model.config_.num_code_groups) + " code groups");
+  if (model.speech_encoder_ && (model.speech_encoder_->config().valid_quantizers != model.config_.num_code_groups ||
+                                model.speech_encoder_->config().codebook_size != codec.codebook_size))
+    throw error(dir.string() + ": speech_tokenizer/config.json's encoder gives " +
+                std::to_string(model.speech_encoder_->config().valid_quantizers) + " codes of " +
+                std::to_string(model.speech_encoder_->config().codebook_size) + " per frame; the talker needs " +
+                std::to_string(model.config_.num_code_groups) + " of " + std::to_string(codec.codebook_size));
   if (codec.codebook_size != model.config_.predictor.vocab_size)
     throw error(dir.string() + ": the codec's codebooks hold " + std::to_string(codec.codebook_size) +
                 " codes but the code predictor's vocabulary is " + std::to_string(model.config_.predictor.vocab_size));

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "izwi/core/error.hpp"
+#include "izwi/core/hash.hpp"
+#include "izwi/kernels/cpu/elementwise.hpp"
 
 namespace izwi {
 
@@ -23,6 +25,36 @@ inline Qwen3TtsPromptRow qwen3_tts_unpack_row(const Qwen3TtsConfig& c, TokenId i
   return {static_cast<TokenId>(packed / (codecs + 1) - 1), static_cast<TokenId>(packed % (codecs + 1) - 1)};
 }
 
+namespace detail {
+
+/// In-context cloning: the audio input grows from the x-vector's row to the
+/// last reference frame's row; the frames' rows carry the sum of their 16 code
+/// embeddings (summed from zero in codebook order, as the generator sums them),
+/// the rows between carry zeros. The hash covers the x-vector and the codes,
+/// so two references never share prefix-cache blocks.
+inline void add_qwen3_tts_reference_rows(const Qwen3Tts& model, const Qwen3TtsRequest& r, const Qwen3TtsPrompt& prompt,
+                                         AudioInput& voice) {
+  const Qwen3TtsConfig& c = model.config();
+  const std::size_t h = c.talker.hidden_size, groups = c.num_code_groups, first = *prompt.speaker_embedding_row,
+                    frames_at = *prompt.reference_frame_row - first, length = frames_at + prompt.reference_frames;
+  std::vector<float> features(length * h, 0.0f), embedding(h);
+  std::copy(r.speaker_embedding.begin(), r.speaker_embedding.end(), features.begin());
+  for (std::size_t f = 0; f < prompt.reference_frames; ++f) {
+    float* out = features.data() + (frames_at + f) * h;
+    for (std::size_t g = 0; g < groups; ++g) {
+      const TokenId code = r.reference_codes[f * groups + g];
+      const auto& table = g == 0 ? model.talker().codec_embedding : model.predictor().codec_embeddings[g - 1];
+      kernels::cpu::embedding_gather(table, std::span(&code, 1), embedding.data(), h);
+      for (std::size_t i = 0; i < h; ++i) out[i] += embedding[i];
+    }
+  }
+  voice.features = std::move(features);
+  voice.placeholder_length = static_cast<std::uint32_t>(length);
+  voice.content_hash = hash64(std::span<const std::int32_t>(r.reference_codes), voice.content_hash) | 1u;
+}
+
+}  // namespace detail
+
 inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, Qwen3TtsStreaming streaming) {
   const Qwen3TtsConfig& c = model.config();
   static_assert(sizeof(TokenId) == 4);
@@ -37,8 +69,7 @@ inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsReque
   if (streaming.first_window_frames == 0 || streaming.window_frames == 0)
     throw invalid_argument("stream", "audio windows must hold at least one frame");
   detail::check_qwen3_tts_speaker_embedding(c, r.speaker_embedding);
-  const Qwen3TtsPrompt prompt = qwen3_tts_prompt(c, r.text_tokens, r.language, r.speaker, r.instruction_tokens,
-                                                 r.text_mode, !r.speaker_embedding.empty());
+  const Qwen3TtsPrompt prompt = detail::qwen3_tts_request_prompt(c, r);
   Request request;
   request.task = Task::tts;
   request.prompt_tokens.reserve(prompt.rows.size());
@@ -54,6 +85,7 @@ inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsReque
     voice->placeholder_offset = static_cast<std::uint32_t>(*prompt.speaker_embedding_row);
     voice->placeholder_length = 1;
     voice->content_hash = audio_content_hash(r.speaker_embedding);
+    if (prompt.reference_frame_row) detail::add_qwen3_tts_reference_rows(model, r, prompt, *voice);
     request.audio = std::move(voice);
   }
 
@@ -76,6 +108,7 @@ inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsReque
   speech->sub_code_top_p = s.predictor_top_p;
   speech->first_window_frames = streaming.first_window_frames;
   speech->window_frames = streaming.window_frames;
+  speech->codec_prefix = r.reference_codes;
   request.speech = std::move(speech);
   return request;
 }
