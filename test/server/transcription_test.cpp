@@ -716,6 +716,68 @@ TEST_CASE("Transcriber: beam_size 1 decodes greedily, beam_size 5 finds the like
   }
 }
 
+TEST_CASE("Transcriber: beams over long audio carry timestamps, seek by the chosen beam and prompt the next window with it",
+          "[asr][beam]") {
+  // Two paths, both ending on a timestamp pair at 5 s, no fillers (so both
+  // finish): greedy takes " hello" (-0.4) and then " world" (-2.0), sum
+  // -2.44 over 5 tokens; the beam finds " la two" (-1.1, -0.05), sum -1.19.
+  const TokenId eot = special().eot;
+  const NextTokens next = [eot](const std::vector<TokenId>& prefix) -> std::vector<izwi::TokenLogprob> {
+    const std::size_t n = prefix.size();
+    if (n == 0) return {{ts(0), -0.01f}};
+    if (n == 1) return {{word(" hello"), -0.4f}, {word(" la"), -1.1f}};
+    if (n == 2) return {{prefix[1] == word(" hello") ? word(" world") : word(" two"), prefix[1] == word(" hello") ? -2.0f : -0.05f}};
+    if (n < 5) return {{ts(5), -0.01f}};
+    return {{eot, -0.01f}};
+  };
+  // 8 s: the window at 0 s seeks to the pair at 5 s; the window at 5 s ends the audio.
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  FakeEngine greedy;
+  greedy.decode = [&](const asr::WindowJob&) { return greedy_of(next); };
+  const asr::Transcription g = transcribe_with(greedy, options, 8);
+  CHECK(g.text == "hello world hello world");
+
+  options.beam_size = 3;
+  FakeEngine beams;
+  beams.next = next;
+  beams.decode = [](const asr::WindowJob&) -> Decoded {
+    FAIL("a temperature-0 decode with beam_size 3 must be a beam search");
+    return {};
+  };
+  const asr::Transcription r = transcribe_with(beams, options, 8);
+  CHECK(r.text == "la two la two");
+  REQUIRE(r.segments.size() == 2);
+  REQUIRE(g.segments.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {  // the beam's segments where greedy's are
+    INFO("segment " << i);
+    CHECK(r.segments[i].tokens == std::vector<TokenId>{ts(0), word(" la"), word(" two"), ts(5)});
+    CHECK(r.segments[i].start == g.segments[i].start);
+    CHECK(r.segments[i].end == g.segments[i].end);
+    CHECK(r.segments[i].seek == g.segments[i].seek);
+    CHECK_THAT(r.segments[i].avg_logprob, WithinAbs(-1.19 / 6, 1e-6));  // the fallback's: over 5 tokens + 1
+  }
+  CHECK_THAT(r.segments[0].start, WithinAbs(0, 1e-9));
+  CHECK_THAT(r.segments[0].end, WithinAbs(5, 1e-9));
+  CHECK_THAT(r.segments[1].start, WithinAbs(5, 1e-9));
+  CHECK_THAT(r.segments[1].end, WithinAbs(8, 1e-9));  // 10 s clamped to the audio's end
+  CHECK(r.windows_decoded == 2);
+  CHECK(joined(beams.deltas) == r.text);
+  // Every round of the second window continues after the first window's beam.
+  std::size_t second_window = 0;
+  for (const auto& j : beams.decodes()) {
+    CHECK(j.timestamps);
+    CHECK(j.top_logprobs == 4);
+    if (j.begin == 5 * 16000) {
+      ++second_window;
+      CHECK(j.previous_tokens == std::vector<TokenId>{ts(0), word(" la"), word(" two"), ts(5)});
+    } else {
+      CHECK(j.previous_tokens.empty());
+    }
+  }
+  CHECK(second_window == 10);  // rounds of 1, 1, 2, 2, 2 and 2 beams (two paths, both ending)
+}
+
 TEST_CASE("Transcriber: a beam result that fails the thresholds falls back to sampling, and best_of keeps the likeliest sample",
           "[asr][beam]") {
   // Every beam is unlikely (avg log-probability below -1): 0.2 is tried, as sampling.

@@ -312,6 +312,56 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
     }
   });
 
+  test("beam_size=5 with the other options: word timestamps, streaming, no_timestamps, translations", async () => {
+    const beam = [["beam_size", "5"]];
+    // Words are aligned on the chosen beam's tokens after the search: words
+    // that make up its text, in order, within the audio.
+    const worded = await upload([["response_format", "verbose_json"], ["timestamp_granularities[]", "word"],
+                                 ["timestamp_granularities[]", "segment"], ...beam]);
+    assert.equal(worded.status, 200, worded.text);
+    const w = worded.json;
+    assert.ok(Array.isArray(w.words) && w.words.length > 0, `no words: ${worded.text.slice(0, 300)}`);
+    let last = 0;
+    for (const word of w.words) {
+      assert.deepEqual(Object.keys(word).sort(), ["end", "start", "word"]);
+      assert.ok(word.start >= last - 1e-9 && word.start <= word.end && word.end <= w.duration + 0.02, JSON.stringify(word));
+      last = word.start;
+    }
+    const squash = (t) => t.replace(/\s+/g, "");
+    assert.equal(squash(w.words.map((x) => x.word).join("")), squash(w.text));
+
+    // Streamed, without words: the deltas make up the same text, the done
+    // event carries the same segment tokens and the beam's log-probabilities.
+    const streamed = await upload([["stream", "true"], ["response_format", "verbose_json"], ["include[]", "logprobs"], ...beam]);
+    assert.equal(streamed.status, 200, streamed.text);
+    const {events, problems} = parseSse(streamed.text);
+    assert.deepEqual(problems, []);
+    const parsed = events.map((e) => JSON.parse(e));
+    const done = parsed.at(-1);
+    assert.equal(done.type, "transcript.text.done");
+    assert.equal(parsed.slice(0, -1).map((d) => d.delta).join(""), done.text);
+    assert.equal(done.text, w.text, "streamed = non-streamed; word alignment does not change the beam's text");
+    assert.deepEqual(done.segments.map((s) => s.tokens), w.segments.map((s) => s.tokens));
+    const textTokens = w.segments.flatMap((s) => s.tokens).filter((t) => t < 50257);
+    assert.equal(done.logprobs.length, textTokens.length, "one log-probability per text token of the beam");
+    for (const lp of done.logprobs) assert.ok(typeof lp.token === "string" && lp.logprob <= 0, JSON.stringify(lp));
+
+    // no_timestamps: the beams grow after <|notimestamps|>, so no timestamp token in them, one segment per window.
+    const plain = await upload([["response_format", "verbose_json"], ["no_timestamps", "true"], ["language", "en"], ...beam]);
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(plain.json.segments.length, 1, JSON.stringify(plain.json.segments.map((s) => [s.start, s.end])));
+    assert.ok(plain.json.segments[0].tokens.every((t) => t < 50257), "a timestamp or special token in the beam");
+
+    // /v1/audio/translations parses and runs beam_size the same way.
+    const translated = await upload([["response_format", "verbose_json"], ...beam], {route: "/v1/audio/translations"});
+    assert.equal(translated.status, 200, translated.text);
+    assert.equal(translated.json.task, "translate");
+    assert.equal(translated.json.segments.map((s) => s.text).join("").trimStart(), translated.json.text);
+    const e = checkErrorEnvelope(assert, await upload([["beam_size", "0"]], {route: "/v1/audio/translations"}), 400,
+                                 "translations beam_size=0");
+    assert.equal(e.param, "beam_size");
+  });
+
   test("a client that hangs up during a beam search: every KV block returns, no round follows", async () => {
     const finished = async () => {
       const m = (await getMetrics(server)).metrics;
