@@ -324,7 +324,9 @@ TEST_CASE("Qwen3-TTS in-context cloning on the engine: the generator's frames, a
   std::vector<Qwen3TtsRequest> fixed = requests;
   fixed[2].reference_text_tokens.clear();  // x-vector only
   Qwen3TtsCpuExecutor executor(m, {.num_threads = 2});
-  PagedKVCache<> cache(executor.kv_cache_shape(), PagedKVCacheConfig{.byte_budget = std::size_t{32} << 20});
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = std::size_t{32} << 20;  // not a designated initializer: GCC 12 -Wextra warns
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
   Qwen3TtsCpuEngine engine(FcfsScheduler(SchedulerConfig{}), std::move(cache), std::move(executor));
   auto run = [&](std::span<const Qwen3TtsRequest> rs) {
     std::vector<RequestId> ids;

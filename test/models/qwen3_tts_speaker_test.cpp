@@ -283,7 +283,9 @@ TEST_CASE("Qwen3-TTS cloning on the engine: the generator's frames and their aud
                                                  cloned(other, seeded, 8, {42, 43, 44}),
                                                  cloned({}, Qwen3TtsSampling::greedy(), 9)};
   Qwen3TtsCpuExecutor executor(m, {.num_threads = 2});
-  PagedKVCache<> cache(executor.kv_cache_shape(), PagedKVCacheConfig{.byte_budget = std::size_t{32} << 20});
+  PagedKVCacheConfig cache_config;
+  cache_config.byte_budget = std::size_t{32} << 20;  // not a designated initializer: GCC 12 -Wextra warns
+  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
   Qwen3TtsCpuEngine engine(FcfsScheduler(SchedulerConfig{}), std::move(cache), std::move(executor));
   std::vector<RequestId> ids;
   for (const Qwen3TtsRequest& r : requests) ids.push_back(engine.add_request(make_qwen3_tts_request(m, r)));
