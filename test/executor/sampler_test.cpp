@@ -2,6 +2,7 @@
 // semantics), computed independently here in double precision.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -101,6 +102,63 @@ TEST_CASE("top_k, top_p and min_p keep exactly the tokens their definitions keep
   both.params.top_k = 2;
   both.params.top_p = 0.5f;
   CHECK(support(both) == std::vector<TokenId>{5});
+}
+
+TEST_CASE("top_k over a near-uniform vocabulary draws what the definition draws, seed by seed", "[sampler]") {
+  // Qwen3-TTS's codebooks: thousands of logits close together, all of them
+  // candidates, top_k 50. The draw, written out here in double precision:
+  // sort by probability, keep top_k, then min_p and top_p over what is kept,
+  // then one uniform from the same generator walked over the kept mass.
+  const std::size_t vocab = 2048;
+  SequenceRng make(7);
+  std::vector<float> base(vocab);
+  for (float& l : base) l = static_cast<float>(make.uniform_float()) * 4.0f - 2.0f;
+  struct Setting { std::int32_t top_k; float top_p, min_p; };
+  for (const Setting setting : {Setting{50, 1.0f, 0.0f}, Setting{50, 0.8f, 0.0f}, Setting{50, 1.0f, 0.5f},
+                                Setting{3000, 1.0f, 0.0f}, Setting{1, 1.0f, 0.0f}}) {
+    Sampler sampler;
+    Case c;
+    c.params.temperature = 0.9f;
+    c.params.top_k = setting.top_k;
+    c.params.top_p = setting.top_p;
+    c.params.min_p = setting.min_p;
+    c.rng.reseed(11);
+    SequenceRng reference_rng(11);
+    std::set<TokenId> drawn;
+    for (int draw = 0; draw < 300; ++draw) {
+      INFO("top_k " << setting.top_k << " top_p " << setting.top_p << " min_p " << setting.min_p << " draw " << draw);
+      std::vector<std::pair<double, TokenId>> ranked;
+      double max = -1e300;
+      for (float l : base) max = std::max(max, double(l) / 0.9);
+      for (std::size_t i = 0; i < vocab; ++i) ranked.emplace_back(std::exp(double(base[i]) / 0.9 - max), TokenId(i));
+      std::sort(ranked.begin(), ranked.end(), std::greater<>());
+      std::size_t keep = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(setting.top_k));
+      std::size_t min_p_keep = 1;
+      while (min_p_keep < keep && ranked[min_p_keep].first >= setting.min_p) ++min_p_keep;
+      keep = min_p_keep;
+      double kept = 0;
+      for (std::size_t i = 0; i < keep; ++i) kept += ranked[i].first;
+      if (setting.top_p < 1.0f) {
+        double running = 0;
+        std::size_t k = 0;
+        while (k < keep && running < setting.top_p * kept) running += ranked[k++].first;
+        keep = k;
+        kept = running;
+      }
+      double u = double(reference_rng.uniform_float()) * kept;
+      TokenId expected = ranked[keep - 1].second;
+      for (std::size_t i = 0; i < keep; ++i)
+        if ((u -= ranked[i].first) < 0) {
+          expected = ranked[i].second;
+          break;
+        }
+      std::vector<float> l = base;
+      const TokenId got = sampler.sample(l, c.input()).token;
+      CHECK(got == expected);
+      drawn.insert(got);
+    }
+    CHECK(drawn.size() > (setting.top_k == 1 ? 0u : 10u));
+  }
 }
 
 TEST_CASE("penalties follow vLLM's definitions", "[sampler]") {
