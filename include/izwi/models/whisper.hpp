@@ -66,6 +66,7 @@ namespace izwi {
 ///   ops.conv1d(cx, channels, length, time_major, w, kernel, stride, pad, columns, x)
 ///   ops.split_heads(cx_k, cx_v, n, heads, head_dim, x_k_heads, x_v_heads_t)
 ///   ops.dense_attention(cx_q, rows, cx_k_heads, cx_v_heads_t, n, heads, head_dim, scores, x)
+///   ops.matmuls(cx, m, {{&w1, y1}, {&w2, y2}, ...})  matmul() of up to 3 weights over one x, in one pass
 template <class O>
 concept WhisperOps = BackendOps<O> && requires(O& ops, const typename O::weight_type& w, const float* cx, float* x,
                                                std::size_t n, float eps, bool flag) {
@@ -75,6 +76,7 @@ concept WhisperOps = BackendOps<O> && requires(O& ops, const typename O::weight_
   ops.conv1d(cx, n, n, flag, w, n, n, n, x, x);
   ops.split_heads(cx, cx, n, n, n, x, x);
   ops.dense_attention(cx, n, cx, cx, n, n, n, x, x);
+  ops.matmuls(cx, n, {{&w, x}, {&w, x}, {&w, x}});
 };
 
 struct WhisperConfig {

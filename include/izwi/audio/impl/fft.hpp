@@ -31,13 +31,14 @@ void BasicRealFft<Real>::forward(std::span<const Real> in, std::span<std::comple
                                               " output bins, got " + std::to_string(in.size()) + " and " +
                                               std::to_string(out.size()));
   }
-  const auto& plans = *static_cast<const detail::real_fft_plans<Real>*>(plans_);
+  auto& plans = *static_cast<detail::real_fft_plans<Real>*>(plans_);
   // FFTW's execute functions take non-const pointers; an out-of-place r2c
   // transform only reads its input.
   Real* src = const_cast<Real*>(in.data());
   auto* dst = reinterpret_cast<typename api::complex*>(out.data());
   const bool aligned = api::alignment_of(src) == 0 && api::alignment_of(reinterpret_cast<Real*>(dst)) == 0;
-  api::execute_r2c(aligned ? plans.forward_aligned : plans.forward_unaligned, src, dst);
+  using kind = detail::real_fft_plan_kind;
+  api::execute_r2c(detail::real_fft_plan(plans, aligned ? kind::forward_aligned : kind::forward_unaligned), src, dst);
 }
 
 template <class Real>
@@ -49,12 +50,13 @@ void BasicRealFft<Real>::inverse(std::span<const std::complex<Real>> in, std::sp
                                               " output samples, got " + std::to_string(in.size()) + " and " +
                                               std::to_string(out.size()));
   }
-  const auto& plans = *static_cast<const detail::real_fft_plans<Real>*>(plans_);
+  auto& plans = *static_cast<detail::real_fft_plans<Real>*>(plans_);
   // Planned with FFTW_PRESERVE_INPUT: the spectrum is read, not overwritten.
   auto* src = reinterpret_cast<typename api::complex*>(const_cast<std::complex<Real>*>(in.data()));
   Real* dst = out.data();
   const bool aligned = api::alignment_of(reinterpret_cast<Real*>(src)) == 0 && api::alignment_of(dst) == 0;
-  api::execute_c2r(aligned ? plans.inverse_aligned : plans.inverse_unaligned, src, dst);
+  using kind = detail::real_fft_plan_kind;
+  api::execute_c2r(detail::real_fft_plan(plans, aligned ? kind::inverse_aligned : kind::inverse_unaligned), src, dst);
   const Real scale = Real(1) / static_cast<Real>(size_);
   for (Real& x : out) x *= scale;
 }

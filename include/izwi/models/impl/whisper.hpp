@@ -22,6 +22,23 @@ void linear(Ops& ops, const float* x, std::size_t rows, const WhisperLinear& w, 
   if (!w.bias.empty()) ops.add_bias(y, rows, w.weight.rows, w.bias.data());
 }
 
+/// ya = x · Waᵀ (+ ba), yb = x · Wbᵀ (+ bb), yc likewise (c may be null):
+/// the projections of one input in one parallel pass of the matmul kernel
+/// (kernels::cpu::matmul_group), so a decoder step wakes the thread pool once
+/// for Q, K and V instead of three times. Each output row is the same dot
+/// product as linear()'s, so the results are identical.
+template <class Ops>
+void linears(Ops& ops, const float* x, std::size_t rows, const WhisperLinear& a, float* ya, const WhisperLinear& b,
+             float* yb, const WhisperLinear* c = nullptr, float* yc = nullptr) {
+  if (c == nullptr)
+    ops.matmuls(x, rows, {{&a.weight, ya}, {&b.weight, yb}});
+  else
+    ops.matmuls(x, rows, {{&a.weight, ya}, {&b.weight, yb}, {&c->weight, yc}});
+  if (!a.bias.empty()) ops.add_bias(ya, rows, a.weight.rows, a.bias.data());
+  if (!b.bias.empty()) ops.add_bias(yb, rows, b.weight.rows, b.bias.data());
+  if (c != nullptr && !c->bias.empty()) ops.add_bias(yc, rows, c->weight.rows, c->bias.data());
+}
+
 /// x += fc2(GELU(fc1(LN(x)))); h and hidden are scratch.
 template <class Ops>
 void mlp_block(Ops& ops, const WhisperLayerWeights& w, float* x, std::size_t rows, std::size_t d, float eps, float* h,
@@ -124,8 +141,7 @@ void Whisper::store_cross_kv(Ops& ops, const float* encoder_out, std::size_t fir
   const float* x = encoder_out + first_row * d;
   for (std::uint32_t l = 0; l < c.decoder_layers; ++l) {
     const WhisperLayerWeights& w = decoder_layers_[l];
-    detail::whisper::linear(ops, x, rows, w.cross_attn.key, k);
-    detail::whisper::linear(ops, x, rows, w.cross_attn.value, v);
+    detail::whisper::linears(ops, x, rows, w.cross_attn.key, k, w.cross_attn.value, v);
     ops.store_kv(kv.layer(l), kv_cache_dtype_, k, v, slots, c.decoder_heads, c.head_dim());
   }
 }
@@ -202,9 +218,7 @@ const float* Whisper::decode_layers(Ops& ops, const ForwardBatch& batch,
   for (std::uint32_t l = 0; l < c.decoder_layers; ++l) {
     const WhisperLayerWeights& w = decoder_layers_[l];
     ops.layer_norm(x, t, d, w.self_attn_ln_w.data(), w.self_attn_ln_b.data(), eps, h);
-    linear(ops, h, t, w.self_attn.query, q);
-    linear(ops, h, t, w.self_attn.key, k);
-    linear(ops, h, t, w.self_attn.value, v);
+    detail::whisper::linears(ops, h, t, w.self_attn.query, q, w.self_attn.key, k, &w.self_attn.value, v);
     const KVLayerView view = kv.layer(l);
     ops.store_kv(view, kv_cache_dtype_, k, v, batch.slots, heads, hd);
     ops.attention(q, self, view, kv_cache_dtype_, kv.block_size(), heads, heads, hd, attn);
