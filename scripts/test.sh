@@ -5,8 +5,14 @@
 #   scripts/test.sh --quick    the main configuration only (developers)
 #
 # Configurations, each in its own build directory under $IZWI_BUILD_ROOT (default build-test/):
-#   main   Release. Builds everything: tests, the header self-containment check,
-#          examples and benchmarks (compiled, not run). Runs every test.
+#   main   Release. Builds the programs (izwi-server, tools, examples), the header
+#          self-containment check and the benchmarks (compiled at -O0: only
+#          whether they compile is tested; bench scripts build them optimised).
+#          Tests: when asan runs too, only the tests asan leaves out (labels
+#          below) and those labelled `release` (the CPU kernels, whose subject
+#          is the optimised code); every other test runs once, in asan, which
+#          sees everything Release sees plus memory errors and undefined
+#          behaviour. Run alone (--quick, --only main): every test.
 #   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
 #          (target izwi-tests). Runs every test except those labelled `slow` (too
 #          long under a sanitizer), `install` and `compile-fail` (packaging and
@@ -75,8 +81,18 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
+# Labels the asan configuration leaves out; with asan in the run, main builds
+# and runs only these (and `release`), so each test runs once.
+sanitizer_skipped_labels="slow;install;compile-fail;fuzz;e2e"
+main_test_labels=""
+main_tests="all tests"
+if [[ " ${configs[*]} " == *" asan "* ]]; then
+  main_test_labels="$sanitizer_skipped_labels;release"
+  main_tests="tests asan skips + release"
+fi
+
 declare -A describe=(
-  [main]="Release: all tests, header check, examples, benchmarks built"
+  [main]="Release: $main_tests, header check, examples, benchmarks built"
   [asan]="address,undefined: all but slow/install/compile-fail/fuzz/e2e"
   [tsan]="thread: tests labelled threads"
 )
@@ -91,15 +107,15 @@ run_config() {
   case "$name" in
     main)
       cmake_args=(-DCMAKE_BUILD_TYPE=Release -DIZWI_BUILD_TESTS=ON -DIZWI_HEADER_CHECK=ON
-                  -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_SANITIZE= -DIZWI_TEST_ONLY_LABELS=
-                  -DIZWI_TEST_EXCLUDE_LABELS=)
+                  -DIZWI_BUILD_EXAMPLES=ON -DIZWI_BUILD_BENCHMARKS=ON -DIZWI_BENCHMARKS_COMPILE_ONLY=ON
+                  -DIZWI_SANITIZE= "-DIZWI_TEST_ONLY_LABELS=$main_test_labels" -DIZWI_TEST_EXCLUDE_LABELS=)
       ;;
     asan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=address,undefined -DIZWI_BUILD_TESTS=ON
                   -DIZWI_HEADER_CHECK=OFF -DIZWI_BUILD_EXAMPLES=OFF -DIZWI_BUILD_BENCHMARKS=OFF
-                  -DIZWI_TEST_ONLY_LABELS= "-DIZWI_TEST_EXCLUDE_LABELS=slow;install;compile-fail;fuzz;e2e")
+                  -DIZWI_TEST_ONLY_LABELS= "-DIZWI_TEST_EXCLUDE_LABELS=$sanitizer_skipped_labels")
       target=(--target izwi-tests)
-      ctest_args=(-LE '^(slow|install|compile-fail|fuzz|e2e)$')
+      ctest_args=(-LE "^(${sanitizer_skipped_labels//;/|})\$")
       ;;
     tsan)
       cmake_args=("${sanitizer_flags[@]}" -DIZWI_SANITIZE=thread -DIZWI_BUILD_TESTS=ON
