@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "izwi/executor/detail/cpu_ops.hpp"
@@ -157,7 +158,17 @@ TEST_CASE("the OpenCL GEMV packs rows per work-group and is right at ragged N, s
     // slices (Q8_0: whole 32-value blocks; its unit is 8 values).
     const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 64, 2048}
                                                              : std::vector<std::size_t>{3, 40, 1000};
-    for (Kernel kernel : {Kernel::gemv, Kernel::gemv_local_reduction}) {
+    // The local reduction also at forced slice widths: one item per row, a
+    // few, and a GPU's wide slices (256: the whole group), whatever this
+    // device's own choice is (0).
+    const std::pair<Kernel, std::size_t> variants[] = {{Kernel::gemv, 0},
+                                                       {Kernel::gemv_local_reduction, 0},
+                                                       {Kernel::gemv_local_reduction, 1},
+                                                       {Kernel::gemv_local_reduction, 2},
+                                                       {Kernel::gemv_local_reduction, 32},
+                                                       {Kernel::gemv_local_reduction, 256}};
+    for (const auto& [kernel, forced_lanes] : variants) {
+      b.gpu.force_gemv_lanes(forced_lanes);
       for (std::size_t cols : ks) {
         const auto probe = b.gpu.gemv_shape(kernel, dtype, cols, 1u << 20);
         INFO("dtype " << to_string(dtype) << " kernel " << static_cast<int>(kernel) << " k " << cols << " lanes "
@@ -165,6 +176,7 @@ TEST_CASE("the OpenCL GEMV packs rows per work-group and is right at ragged N, s
         CHECK(is_power_of_two(probe.lanes));
         CHECK(probe.group == probe.lanes * probe.rows_per_group);
         CHECK(probe.subgroups == (kernel == Kernel::gemv && ctx->has_subgroups()));
+        if (forced_lanes && !probe.subgroups) CHECK(probe.lanes == std::min(forced_lanes, probe.group));
         const std::size_t per_group = probe.rows_per_group;
         // One row; a group less one; whole groups; whole groups and a ragged one.
         for (std::size_t rows : {std::size_t{1}, std::max<std::size_t>(per_group - 1, 1), 2 * per_group,
@@ -193,6 +205,7 @@ TEST_CASE("the OpenCL GEMV packs rows per work-group and is right at ragged N, s
         }
       }
     }
+    b.gpu.force_gemv_lanes(0);
   }
 }
 

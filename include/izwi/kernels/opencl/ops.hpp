@@ -117,6 +117,10 @@ class OpenClOps {
   /// The shape matmul() launches `kernel` (gemv or gemv_local_reduction)
   /// with, for a weight of `rows` rows of `cols` values in `dtype`.
   GemvShape gemv_shape(MatmulKernel kernel, DType dtype, std::size_t cols, std::size_t rows);
+  /// Tests and benchmarks: run the local-reduction GEMV with row slices of
+  /// `lanes` items (a power of two, at most the group; 0: automatic), e.g.
+  /// a GPU's shape on a CPU device. The sub-group GEMV ignores it.
+  void force_gemv_lanes(std::size_t lanes) noexcept { forced_gemv_lanes_ = lanes; }
 
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out);
   void rms_norm_heads(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim, const float* weight,
@@ -171,6 +175,7 @@ class OpenClOps {
   std::map<std::string, cl_kernel, std::less<>> kernels_;
   std::map<std::string, std::size_t, std::less<>> group_limits_;
   MatmulKernel forced_matmul_ = MatmulKernel::automatic;
+  std::size_t forced_gemv_lanes_ = 0;
   std::vector<DeviceBuffer> scratch_;
   std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;

@@ -16,8 +16,8 @@
 // activation rows M, docs/opencl.md):
 //   gemv_*        M <= GEMV_MAX_ROWS (decode, small decode batches): several
 //                 weight rows per work-group, each read once (for all M) by
-//                 a slice of neighbouring work-items that stride over k, so
-//                 that neighbours read neighbouring weights; each item keeps
+//                 a slice of neighbouring work-items that stride over k in
+//                 float4 units, so that neighbours read neighbouring weights; each item keeps
 //                 one sum per activation row. A slice is one sub-group,
 //                 reduced by sub_group_reduce_add, where the device has
 //                 cl_khr_subgroups (the host then defines IZWI_HAVE_SUBGROUPS);
@@ -97,19 +97,36 @@ MATMUL(matmul_q8_0, load_q8_0)
    Each weight row is read once, by a slice of `lanes` neighbouring work-items
    (lane i takes units i, i + lanes, ...: neighbouring items, neighbouring
    weights) that each keep one sum per activation row; a work-group holds
-   several rows' slices. GEMV_ROW_<type> adds one item's part of a row to acc. */
-#define GEMV_ROW(NAME, LOAD)                                                                       \
+   several rows' slices. A unit is 4 values read as one vector (a scalar tail
+   for k not a multiple of 4), each row's sum kept as a float4 and the r loop
+   unrolled, so that a CPU device (PoCL) keeps the sums in registers.
+   gemv_row_<type> adds one item's part of a row to acc. */
+#define GEMV_ROW(NAME, LOAD, LOAD4)                                                                \
   inline void NAME(__global const float* x, uint k, uint m, __global const uchar* w, ulong row_bytes, \
                    uint row, uint lane, uint lanes, float* acc) {                                  \
-    for (uint c = lane; c < k; c += lanes) {                                                       \
+    __global const uchar* wrow = w + (ulong)row * row_bytes;                                       \
+    const uint k4 = k / 4u;                                                                        \
+    float4 part[GEMV_MAX_ROWS];                                                                    \
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r) part[r] = (float4)(0.0f);                             \
+    for (uint u = lane; u < k4; u += lanes) {                                                      \
+      const float4 wv = LOAD4(wrow, u);                                                            \
+      _Pragma("unroll") for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                   \
+        if (r < m) part[r] = fma(wv, vload4(u, x + (ulong)r * k), part[r]);                        \
+    }                                                                                              \
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                       \
+      if (r < m) acc[r] += (part[r].x + part[r].y) + (part[r].z + part[r].w);                      \
+    for (uint c = k4 * 4u + lane; c < k; c += lanes) {                                             \
       const float wv = LOAD(w, row_bytes, (ulong)row, c);                                          \
       for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                     \
         if (r < m) acc[r] = fma(wv, x[(ulong)r * k + c], acc[r]);                                  \
     }                                                                                              \
   }
-GEMV_ROW(gemv_row_f32, load_f32)
-GEMV_ROW(gemv_row_f16, load_f16)
-GEMV_ROW(gemv_row_bf16, load_bf16)
+#define LOAD4_F32(wrow, u) vload4((u), (__global const float*)(wrow))
+#define LOAD4_F16(wrow, u) vload_half4((u), (__global const half*)(wrow))
+#define LOAD4_BF16(wrow, u) as_float4(convert_uint4(vload4((u), (__global const ushort*)(wrow))) << 16)
+GEMV_ROW(gemv_row_f32, load_f32, LOAD4_F32)
+GEMV_ROW(gemv_row_f16, load_f16, LOAD4_F16)
+GEMV_ROW(gemv_row_bf16, load_bf16, LOAD4_BF16)
 
 /* Q8_0: the unit of work is a quarter block (8 int8 values), so neighbouring
    items read neighbouring 8-byte runs and each widens 8 weights at once. */

@@ -201,7 +201,8 @@ inline OpenClOps::GemvShape OpenClOps::gemv_shape(MatmulKernel choice, DType dty
                                                   std::size_t rows) {
   std::string kernel_name;
   const char* name = detail::weight_kernel("gemv", dtype, kernel_name);
-  const std::size_t units = dtype == DType::q8_0 ? cols / 8 : cols;  // Q8_0: 8 values per unit
+  // An item's unit of work: 4 values (a float4), Q8_0 a quarter block (8).
+  const std::size_t units = dtype == DType::q8_0 ? cols / 8 : (cols + 3) / 4;
   const bool subgroups = context_->has_subgroups() && choice == MatmulKernel::gemv;
   // Work-groups of 256 items where the kernel and local memory allow (the
   // local reduction keeps gemv_max_rows floats per item): enough loads in
@@ -211,9 +212,6 @@ inline OpenClOps::GemvShape OpenClOps::gemv_shape(MatmulKernel choice, DType dty
   cl_ulong local_bytes = 0;
   check(clGetDeviceInfo(context_->device(), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr),
         "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
-  std::size_t preferred = 1;  // the SIMD width; on GPUs also the sub-group size
-  clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                           sizeof preferred, &preferred, nullptr);
   const auto floor_pow2 = [](std::size_t v) {
     std::size_t p = 1;
     while (p * 2 <= v) p *= 2;
@@ -222,18 +220,25 @@ inline OpenClOps::GemvShape OpenClOps::gemv_shape(MatmulKernel choice, DType dty
   const std::size_t limit = std::min({target, kernel_group_limit(name),
                                       static_cast<std::size_t>(local_bytes / (gemv_max_rows * sizeof(float)))});
   const std::size_t group = floor_pow2(std::max<std::size_t>(limit, 1));
-  preferred = std::min(floor_pow2(std::max<std::size_t>(preferred, 1)), group);
   if (subgroups) {
     // One sub-group per row; the kernel strides over rows, so an estimate
-    // of the sub-group size (the preferred multiple) only sizes the launch.
+    // of the sub-group size (the preferred multiple, the SIMD width) only
+    // sizes the launch.
+    std::size_t preferred = 1;
+    clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                             sizeof preferred, &preferred, nullptr);
+    preferred = std::min(floor_pow2(std::max<std::size_t>(preferred, 1)), group);
     return {preferred, group / preferred, group, true};
   }
-  // A row slice as wide as gives each item about 16 units (enough work per
-  // item to pay for its share of the log2(lanes) reduction steps), at least
-  // the SIMD width (narrower would idle lanes; for k that short there are
-  // idle lanes either way) and at most the group.
+  // A row slice as wide as gives each item about 16 units: enough work per
+  // item to pay for its share of the log2(lanes) reduction steps, and on a
+  // CPU device (PoCL runs a group's items one after another) short runs of
+  // items per row, measured fastest there. Slices narrower than the SIMD
+  // width idle no lanes: neighbouring slices (rows) fill them, each slice
+  // still reading whole runs of 16-byte units.
   constexpr std::size_t units_per_item = 16;
-  const std::size_t lanes = std::clamp(floor_pow2(std::max<std::size_t>(units / units_per_item, 1)), preferred, group);
+  std::size_t lanes = std::min(floor_pow2(std::max<std::size_t>(units / units_per_item, 1)), group);
+  if (forced_gemv_lanes_) lanes = std::min(floor_pow2(forced_gemv_lanes_), group);
   // Fewer slices than rows would only add idle items to a lone group.
   const std::size_t slices = std::min(group / lanes, std::max<std::size_t>(rows, 1));
   return {lanes, slices, lanes * slices, false};
