@@ -133,16 +133,20 @@ GEMV_ROW(gemv_row_bf16, load_bf16, LOAD4_BF16)
 inline void gemv_row_q8_0(__global const float* x, uint k, uint m, __global const uchar* w, ulong row_bytes,
                           uint row, uint lane, uint lanes, float* acc) {
   __global const uchar* wrow = w + (ulong)row * row_bytes;
+  float4 part[GEMV_MAX_ROWS];
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r) part[r] = (float4)(0.0f);
   for (uint u = lane; u < k / 8u; u += lanes) {
     __global const uchar* block = wrow + (ulong)(u / 4u) * 34u;
     const float scale = vload_half(0, (__global const half*)block);
     const float8 wv = convert_float8(vload8(0, (__global const char*)(block + 2 + (u % 4u) * 8u))) * scale;
-    for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+    _Pragma("unroll") for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
       if (r < m) {
-        const float8 xv = vload8(0, x + (ulong)r * k + u * 8u);
-        acc[r] += dot(wv.lo, xv.lo) + dot(wv.hi, xv.hi);
+        const float8 xv = vload8(u, x + (ulong)r * k);
+        part[r] = fma(wv.hi, xv.hi, fma(wv.lo, xv.lo, part[r]));
       }
   }
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+    if (r < m) acc[r] += (part[r].x + part[r].y) + (part[r].z + part[r].w);
 }
 
 /* Sums acc[r] (r < m) over each `lanes`-wide slice of the work-group (lanes
