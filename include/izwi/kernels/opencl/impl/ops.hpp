@@ -289,10 +289,10 @@ inline void OpenClOps::matmul(const float* x, std::size_t m, const weight_type& 
   const auto k = static_cast<cl_uint>(w.cols), n = static_cast<cl_uint>(w.rows);
   if (gemv) {
     const GemvShape shape = gemv_shape(choice, w.dtype, w.cols, w.rows);
-    const bool subgroups = shape.subgroups;
+    // The sub-group path uses no local memory (one float: the argument must have a size).
     set_args(kernel_name, in.mem, in.offset, k, static_cast<cl_uint>(m), wb, cl_ulong{w.row_bytes()}, n, out.mem,
-             out.offset, detail::LocalFloats{subgroups ? 1 : gemv_max_rows * shape.group},
-             static_cast<cl_uint>(shape.lanes), cl_uint{subgroups ? 1u : 0u});
+             out.offset, detail::LocalFloats{shape.subgroups ? 1 : gemv_max_rows * shape.group},
+             static_cast<cl_uint>(shape.lanes), cl_uint{shape.subgroups ? 1u : 0u});
     const std::size_t groups = (w.rows + shape.rows_per_group - 1) / shape.rows_per_group;
     launch(kernel_name, groups * shape.group, 1, shape.group, 1);
   } else if (choice == MatmulKernel::tiled) {
