@@ -154,10 +154,11 @@ TEST_CASE("the OpenCL GEMV packs rows per work-group and is right at ragged N, s
   CHECK(b.gpu.gemv_shape(Kernel::gemv_local_reduction, DType::f32, 256, 151936).rows_per_group >= 2);
   const std::vector<float> sentinel_value = {12345.0f};
   for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
-    // K: shorter than one row slice, between, and long enough for wide
-    // slices (Q8_0: whole 32-value blocks; its unit is 8 values).
+    // K: shorter than one 4-value unit (the scalar tail alone), a few units
+    // and a tail, and long enough for wide slices, with a tail (Q8_0: whole
+    // 32-value blocks; its unit is 8 values, no tail).
     const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 64, 2048}
-                                                             : std::vector<std::size_t>{3, 40, 1000};
+                                                             : std::vector<std::size_t>{3, 43, 1001};
     // The local reduction also at forced slice widths: one item per row, a
     // few, and a GPU's wide slices (256: the whole group), whatever this
     // device's own choice is (0).
