@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "izwi/executor/detail/cpu_ops.hpp"
@@ -116,6 +117,96 @@ TEST_CASE("every OpenCL matmul kernel equals the CPU's at every M and ragged N, 
         b.gpu.force_matmul_kernel(Kernel::automatic);
       }
     }
+  }
+}
+
+namespace {
+
+/// y = x w^T in double from the values the stored weights stand for.
+std::vector<float> reference_product(const std::vector<float>& x, std::size_t m, const kernel_test::TestWeights& w,
+                                     std::size_t rows, std::size_t cols) {
+  std::vector<float> y(m * rows);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < rows; ++j) {
+      double sum = 0;
+      for (std::size_t c = 0; c < cols; ++c) sum += double(x[i * cols + c]) * double(w.values[j * cols + c]);
+      y[i * rows + j] = static_cast<float>(sum);
+    }
+  return y;
+}
+
+bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+TEST_CASE("the OpenCL GEMV packs rows per work-group and is right at ragged N, short K, every M",
+          "[opencl][ops][matmul][gemv]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  Backends b(ctx);
+  using Kernel = opencl::OpenClOps::MatmulKernel;
+  INFO("device " << ctx->description());
+  if (!ctx->has_subgroups())
+    WARN("SKIPPED: the sub-group GEMV (this device has no cl_khr_subgroups; MatmulKernel::gemv runs the "
+         "local-memory reduction here, as gemv_local_reduction does)");
+  // The lm_head of the random Qwen3 (k 256, 151936 rows): several rows per
+  // work-group, not one.
+  CHECK(b.gpu.gemv_shape(Kernel::gemv_local_reduction, DType::f32, 256, 151936).rows_per_group >= 2);
+  const std::vector<float> sentinel_value = {12345.0f};
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    // K: shorter than one 4-value unit (the scalar tail alone), a few units
+    // and a tail, and long enough for wide slices, with a tail (Q8_0: whole
+    // 32-value blocks; its unit is 8 values, no tail).
+    const std::vector<std::size_t> ks = dtype == DType::q8_0 ? std::vector<std::size_t>{32, 64, 2048}
+                                                             : std::vector<std::size_t>{3, 43, 1001};
+    // The local reduction also at forced slice widths: one item per row, a
+    // few, and a GPU's wide slices (256: the whole group), whatever this
+    // device's own choice is (0).
+    const std::pair<Kernel, std::size_t> variants[] = {{Kernel::gemv, 0},
+                                                       {Kernel::gemv_local_reduction, 0},
+                                                       {Kernel::gemv_local_reduction, 1},
+                                                       {Kernel::gemv_local_reduction, 2},
+                                                       {Kernel::gemv_local_reduction, 32},
+                                                       {Kernel::gemv_local_reduction, 256}};
+    for (const auto& [kernel, forced_lanes] : variants) {
+      b.gpu.force_gemv_lanes(forced_lanes);
+      for (std::size_t cols : ks) {
+        const auto probe = b.gpu.gemv_shape(kernel, dtype, cols, 1u << 20);
+        INFO("dtype " << to_string(dtype) << " kernel " << static_cast<int>(kernel) << " k " << cols << " lanes "
+                      << probe.lanes << " rows per group " << probe.rows_per_group);
+        CHECK(is_power_of_two(probe.lanes));
+        CHECK(probe.group == probe.lanes * probe.rows_per_group);
+        CHECK(probe.subgroups == (kernel == Kernel::gemv && ctx->has_subgroups()));
+        if (forced_lanes && !probe.subgroups) CHECK(probe.lanes == std::min(forced_lanes, probe.group));
+        const std::size_t per_group = probe.rows_per_group;
+        // One row; a group less one; whole groups; whole groups and a ragged one.
+        for (std::size_t rows : {std::size_t{1}, std::max<std::size_t>(per_group - 1, 1), 2 * per_group,
+                                 2 * per_group + 1}) {
+          const auto w = kernel_test::make_weights(dtype, rows, cols, static_cast<std::uint32_t>(rows * 7 + cols));
+          b.gpu.force_matmul_kernel(kernel);
+          for (std::size_t m = 1; m <= opencl::gemv_max_rows; ++m) {
+            INFO("rows " << rows << " m " << m);
+            const auto x = kernel_test::random_floats(m * cols, static_cast<std::uint32_t>(m * 31 + cols));
+            const auto expected = reference_product(x, m, w, rows, cols);
+            // Into device scratch with a guard past the end, filled with a
+            // sentinel first: every output is written, nothing past it is.
+            const std::size_t guard = 64, total = m * rows + guard;
+            const std::vector<float> filler(total, sentinel_value[0]);
+            float* device_y = b.gpu.buffer(0, total);
+            b.gpu.gather_rows(filler.data(), total, std::vector<std::uint32_t>{0}, device_y);
+            b.gpu.matmul(x.data(), m, w.matrix, device_y);
+            std::vector<float> back(total);
+            b.gpu.gather_rows(device_y, total, std::vector<std::uint32_t>{0}, back.data());
+            const std::vector<float> actual(back.begin(), back.begin() + static_cast<std::ptrdiff_t>(m * rows));
+            CHECK(relative_error(actual, expected) <= f32_tolerance);
+            CHECK(std::all_of(back.begin() + static_cast<std::ptrdiff_t>(m * rows), back.end(),
+                              [&](float v) { return v == sentinel_value[0]; }));
+          }
+          b.gpu.force_matmul_kernel(Kernel::automatic);
+        }
+      }
+    }
+    b.gpu.force_gemv_lanes(0);
   }
 }
 

@@ -106,6 +106,21 @@ class OpenClOps {
   /// Tests and benchmarks: run every matmul on `kernel` (automatic: undo).
   /// A forced GEMV with more than gemv_max_rows rows is an invalid_argument.
   void force_matmul_kernel(MatmulKernel kernel) noexcept { forced_matmul_ = kernel; }
+  /// How the GEMV covers the weight rows: `lanes` neighbouring work-items per
+  /// row (a power of two; with sub-groups, one sub-group per row and `lanes`
+  /// an estimate of its size), `rows_per_group` rows in each work-group of
+  /// `group` items; the last work-group may hold fewer rows.
+  struct GemvShape {
+    std::size_t lanes = 1, rows_per_group = 1, group = 1;
+    bool subgroups = false;  ///< the sub-group reduction (else local memory)
+  };
+  /// The shape matmul() launches `kernel` (gemv or gemv_local_reduction)
+  /// with, for a weight of `rows` rows of `cols` values in `dtype`.
+  GemvShape gemv_shape(MatmulKernel kernel, DType dtype, std::size_t cols, std::size_t rows);
+  /// Tests and benchmarks: run the local-reduction GEMV with row slices of
+  /// `lanes` items (a power of two, at most the group; 0: automatic), e.g.
+  /// a GPU's shape on a CPU device. The sub-group GEMV ignores it.
+  void force_gemv_lanes(std::size_t lanes) noexcept { forced_gemv_lanes_ = lanes; }
 
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out);
   void rms_norm_heads(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim, const float* weight,
@@ -150,8 +165,6 @@ class OpenClOps {
               std::size_t local1 = 0);
   /// CL_KERNEL_WORK_GROUP_SIZE of a kernel on this device (cached).
   std::size_t kernel_group_limit(const char* kernel);
-  /// The GEMV's work-group size for rows of `units` work units (see impl).
-  std::size_t gemv_group_size(const char* kernel, std::size_t units);
   cl_kernel kernel(const char* name);
   template <class... Args>
   void set_args(const char* kernel, const Args&... args);
@@ -162,6 +175,7 @@ class OpenClOps {
   std::map<std::string, cl_kernel, std::less<>> kernels_;
   std::map<std::string, std::size_t, std::less<>> group_limits_;
   MatmulKernel forced_matmul_ = MatmulKernel::automatic;
+  std::size_t forced_gemv_lanes_ = 0;
   std::vector<DeviceBuffer> scratch_;
   std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;

@@ -14,14 +14,17 @@
 //
 // Matrix products come in three kernels (OpenClOps picks by the number of
 // activation rows M, docs/opencl.md):
-//   gemv_*        M <= GEMV_MAX_ROWS (decode, small decode batches): one
-//                 work-group per weight row; its work-items stride over k so
-//                 that neighbours read neighbouring weights, each keeps one
-//                 sum per activation row (the weight row is read once for all
-//                 M), then a work-group reduction: sub_group_reduce_add and
-//                 local memory across sub-groups where the device has
-//                 cl_khr_subgroups (the host then defines IZWI_HAVE_SUBGROUPS),
-//                 a local-memory tree otherwise.
+//   gemv_*        M <= GEMV_MAX_ROWS (decode, small decode batches): several
+//                 weight rows per work-group, each read once (for all M) by
+//                 a slice of neighbouring work-items that stride over k in
+//                 float4 units, so that neighbours read neighbouring weights; each item keeps
+//                 one sum per activation row. A slice is one sub-group,
+//                 reduced by sub_group_reduce_add, where the device has
+//                 cl_khr_subgroups (the host then defines IZWI_HAVE_SUBGROUPS);
+//                 otherwise a power-of-two run of items that the host sizes
+//                 from k, reduced by a local-memory tree. (One work-group per
+//                 row made PoCL spend its time starting 151936 work-groups
+//                 per lm_head product; a GPU, too, wants short rows packed.)
 //   gemm_tiled_*  larger M (prefill, big batches): 32x32 output tiles per
 //                 8x8 work-group, x and the widened weights staged through
 //                 local memory 16 columns of k at a time, 4x4 outputs per
@@ -90,85 +93,125 @@ MATMUL(matmul_f16, load_f16)
 MATMUL(matmul_bf16, load_bf16)
 MATMUL(matmul_q8_0, load_q8_0)
 
-/* Sums each of the m per-work-item values acc[r] over the work-group and
-   writes the totals to y[r][row]. scratch: GEMV_MAX_ROWS * local size floats;
-   the local size is a power of two (the host picks it). */
-inline void gemv_reduce(float* acc, uint m, __local float* scratch, uint use_subgroups,
-                        __global float* y, uint n, uint row) {
-  const uint lid = get_local_id(0), wg = get_local_size(0);
-#ifdef IZWI_HAVE_SUBGROUPS
-  if (use_subgroups) {
-    const uint sg = get_sub_group_id(), sgs = get_num_sub_groups();
-    for (uint r = 0; r < GEMV_MAX_ROWS; ++r) {
-      if (r >= m) break;
-      const float s = sub_group_reduce_add(acc[r]);
-      if (get_sub_group_local_id() == 0) scratch[r * sgs + sg] = s;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < m) {
-      float total = 0.0f;
-      for (uint i = 0; i < sgs; ++i) total += scratch[lid * sgs + i];
-      y[(ulong)lid * n + row] = total;
-    }
-    return;
+/* The GEMV: y[r][row] = sum_c x[r][c] * w[row][c] for r < m <= GEMV_MAX_ROWS.
+   Each weight row is read once, by a slice of `lanes` neighbouring work-items
+   (lane i takes units i, i + lanes, ...: neighbouring items, neighbouring
+   weights) that each keep one sum per activation row; a work-group holds
+   several rows' slices. A unit is 4 values read as one vector (a scalar tail
+   for k not a multiple of 4), each row's sum kept as a float4 and the r loop
+   unrolled, so that a CPU device (PoCL) keeps the sums in registers.
+   gemv_row_<type> adds one item's part of a row to acc. */
+#define GEMV_ROW(NAME, LOAD, LOAD4)                                                                \
+  inline void NAME(__global const float* x, uint k, uint m, __global const uchar* w, ulong row_bytes, \
+                   uint row, uint lane, uint lanes, float* acc) {                                  \
+    __global const uchar* wrow = w + (ulong)row * row_bytes;                                       \
+    const uint k4 = k / 4u;                                                                        \
+    float4 part[GEMV_MAX_ROWS];                                                                    \
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r) part[r] = (float4)(0.0f);                             \
+    for (uint u = lane; u < k4; u += lanes) {                                                      \
+      const float4 wv = LOAD4(wrow, u);                                                            \
+      _Pragma("unroll") for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                   \
+        if (r < m) part[r] = fma(wv, vload4(u, x + (ulong)r * k), part[r]);                        \
+    }                                                                                              \
+    for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                       \
+      if (r < m) acc[r] += (part[r].x + part[r].y) + (part[r].z + part[r].w);                      \
+    for (uint c = k4 * 4u + lane; c < k; c += lanes) {                                             \
+      const float wv = LOAD(w, row_bytes, (ulong)row, c);                                          \
+      for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                     \
+        if (r < m) acc[r] = fma(wv, x[(ulong)r * k + c], acc[r]);                                  \
+    }                                                                                              \
   }
-#endif
+#define LOAD4_F32(wrow, u) vload4((u), (__global const float*)(wrow))
+#define LOAD4_F16(wrow, u) vload_half4((u), (__global const half*)(wrow))
+#define LOAD4_BF16(wrow, u) as_float4(convert_uint4(vload4((u), (__global const ushort*)(wrow))) << 16)
+GEMV_ROW(gemv_row_f32, load_f32, LOAD4_F32)
+GEMV_ROW(gemv_row_f16, load_f16, LOAD4_F16)
+GEMV_ROW(gemv_row_bf16, load_bf16, LOAD4_BF16)
+
+/* Q8_0: the unit of work is a quarter block (8 int8 values), so neighbouring
+   items read neighbouring 8-byte runs and each widens 8 weights at once. */
+inline void gemv_row_q8_0(__global const float* x, uint k, uint m, __global const uchar* w, ulong row_bytes,
+                          uint row, uint lane, uint lanes, float* acc) {
+  __global const uchar* wrow = w + (ulong)row * row_bytes;
+  float4 part[GEMV_MAX_ROWS];
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r) part[r] = (float4)(0.0f);
+  for (uint u = lane; u < k / 8u; u += lanes) {
+    __global const uchar* block = wrow + (ulong)(u / 4u) * 34u;
+    const float scale = vload_half(0, (__global const half*)block);
+    const float8 wv = convert_float8(vload8(0, (__global const char*)(block + 2 + (u % 4u) * 8u))) * scale;
+    _Pragma("unroll") for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+      if (r < m) {
+        const float8 xv = vload8(u, x + (ulong)r * k);
+        part[r] = fma(wv.hi, xv.hi, fma(wv.lo, xv.lo, part[r]));
+      }
+  }
+  for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
+    if (r < m) acc[r] += (part[r].x + part[r].y) + (part[r].z + part[r].w);
+}
+
+/* Sums acc[r] (r < m) over each `lanes`-wide slice of the work-group (lanes
+   a power of two) through a local-memory tree, and writes the totals of this
+   item's slice to y[r][row] when row < n. Every item takes part in every
+   barrier, a slice past the last row too. scratch: GEMV_MAX_ROWS * local
+   size floats. */
+inline void gemv_reduce_slices(const float* acc, uint m, uint lanes, __local float* scratch, __global float* y,
+                               uint n, uint row) {
+  const uint lid = get_local_id(0), wg = get_local_size(0), lane = lid % lanes;
   for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
     if (r < m) scratch[r * wg + lid] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint half_size = wg / 2u; half_size > 0u; half_size /= 2u) {
-    if (lid < half_size)
+  for (uint half_size = lanes / 2u; half_size > 0u; half_size /= 2u) {
+    if (lane < half_size)
       for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
         if (r < m) scratch[r * wg + lid] += scratch[r * wg + lid + half_size];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid < m) y[(ulong)lid * n + row] = scratch[lid * wg];
+  if (row < n)
+    for (uint r = lane; r < m; r += lanes) y[(ulong)r * n + row] = scratch[r * wg + lid - lane];
 }
 
-/* y[r][row] for r < m <= GEMV_MAX_ROWS, one work-group per weight row: item
-   i takes columns i, i + local size, ... (neighbouring items, neighbouring
-   weights) and keeps a sum per activation row. */
-#define GEMV(NAME, LOAD)                                                                           \
+/* use_subgroups (the host passes 1 only where IZWI_HAVE_SUBGROUPS is
+   defined): one sub-group per weight row, reduced by sub_group_reduce_add,
+   no local memory, no barrier; the work-groups stride over the rows, so the
+   rows a group covers follow the device's sub-group size, which the host
+   only estimates. Otherwise: local size / lanes row slices per work-group,
+   rows get_group_id(0) * slices + slice; the last group may be ragged. */
+#define GEMV(NAME, ROW)                                                                            \
   __kernel void NAME(__global const float* x, ulong x_off, uint k, uint m, __global const uchar* w,  \
-                     ulong row_bytes, uint n, __global float* y, ulong y_off,                      \
-                     __local float* scratch, uint use_subgroups) {                                 \
-    const uint row = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);               \
+                     ulong row_bytes, uint n, __global float* y, ulong y_off, __local float* scratch, \
+                     uint lanes, uint use_subgroups) {                                             \
     __global const float* xr = x + x_off;                                                          \
     float acc[GEMV_MAX_ROWS];                                                                      \
+    GEMV_SUBGROUP_ROWS(ROW)                                                                        \
+    const uint lid = get_local_id(0), slices = get_local_size(0) / lanes;                          \
+    const uint row = get_group_id(0) * slices + lid / lanes;                                       \
     for (uint r = 0; r < GEMV_MAX_ROWS; ++r) acc[r] = 0.0f;                                        \
-    for (uint c = lid; c < k; c += wg) {                                                           \
-      const float wv = LOAD(w, row_bytes, (ulong)row, c);                                          \
-      for (uint r = 0; r < GEMV_MAX_ROWS; ++r)                                                     \
-        if (r < m) acc[r] = fma(wv, xr[(ulong)r * k + c], acc[r]);                                 \
+    if (row < n) ROW(xr, k, m, w, row_bytes, row, lid % lanes, lanes, acc);                        \
+    gemv_reduce_slices(acc, m, lanes, scratch, y + y_off, n, row);                                 \
+  }
+#ifdef IZWI_HAVE_SUBGROUPS
+#define GEMV_SUBGROUP_ROWS(ROW)                                                                    \
+  if (use_subgroups) {                                                                             \
+    const uint per_group = get_num_sub_groups(), lane = get_sub_group_local_id();                  \
+    const uint width = get_sub_group_size(), stride = get_num_groups(0) * per_group;              \
+    for (uint row = get_group_id(0) * per_group + get_sub_group_id(); row < n; row += stride) {    \
+      for (uint r = 0; r < GEMV_MAX_ROWS; ++r) acc[r] = 0.0f;                                      \
+      ROW(xr, k, m, w, row_bytes, row, lane, width, acc);                                          \
+      for (uint r = 0; r < GEMV_MAX_ROWS; ++r) {                                                   \
+        if (r >= m) break;                                                                         \
+        const float total = sub_group_reduce_add(acc[r]);                                          \
+        if (lane == 0) y[y_off + (ulong)r * n + row] = total;                                      \
+      }                                                                                            \
     }                                                                                              \
-    gemv_reduce(acc, m, scratch, use_subgroups, y + y_off, n, row);                                \
+    return;                                                                                        \
   }
-GEMV(gemv_f32, load_f32)
-GEMV(gemv_f16, load_f16)
-GEMV(gemv_bf16, load_bf16)
-
-/* Q8_0: the unit of work is a quarter block (8 int8 values), so neighbouring
-   items read neighbouring 8-byte runs and each widens 8 weights at once. */
-__kernel void gemv_q8_0(__global const float* x, ulong x_off, uint k, uint m, __global const uchar* w,
-                        ulong row_bytes, uint n, __global float* y, ulong y_off,
-                        __local float* scratch, uint use_subgroups) {
-  const uint row = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
-  __global const uchar* wrow = w + (ulong)row * row_bytes;
-  __global const float* xr = x + x_off;
-  float acc[GEMV_MAX_ROWS];
-  for (uint r = 0; r < GEMV_MAX_ROWS; ++r) acc[r] = 0.0f;
-  for (uint u = lid; u < k / 8u; u += wg) {
-    __global const uchar* block = wrow + (ulong)(u / 4u) * 34u;
-    const float scale = vload_half(0, (__global const half*)block);
-    const float8 wv = convert_float8(vload8(0, (__global const char*)(block + 2 + (u % 4u) * 8u))) * scale;
-    for (uint r = 0; r < GEMV_MAX_ROWS; ++r)
-      if (r < m) {
-        const float8 xv = vload8(0, xr + (ulong)r * k + u * 8u);
-        acc[r] += dot(wv.lo, xv.lo) + dot(wv.hi, xv.hi);
-      }
-  }
-  gemv_reduce(acc, m, scratch, use_subgroups, y + y_off, n, row);
-}
+#else
+#define GEMV_SUBGROUP_ROWS(ROW)
+#endif
+GEMV(gemv_f32, gemv_row_f32)
+GEMV(gemv_f16, gemv_row_f16)
+GEMV(gemv_bf16, gemv_row_bf16)
+GEMV(gemv_q8_0, gemv_row_q8_0)
 
 /* Tiled y = x w^T for larger m: an 8x8 work-group computes a 32x32 tile of y
    (32 activation rows by 32 weight rows), item (tx, ty) the 4x4 outputs at

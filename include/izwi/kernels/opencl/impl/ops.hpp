@@ -178,28 +178,6 @@ inline std::size_t OpenClOps::kernel_group_limit(const char* name) {
   return limit;
 }
 
-inline std::size_t OpenClOps::gemv_group_size(const char* name, std::size_t units) {
-  // 256 items: enough loads in flight per weight row to cover memory latency
-  // on a GPU while the log2 reduction steps stay few; never more than the
-  // kernel may have on this device, nor than its local memory holds (the
-  // reduction needs gemv_max_rows floats per item). A power of two, for the
-  // tree reduction; narrower for short rows, but not below the kernel's
-  // preferred multiple (the SIMD width), which would idle lanes.
-  constexpr std::size_t target = 256;
-  cl_ulong local_bytes = 0;
-  check(clGetDeviceInfo(context_->device(), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr),
-        "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
-  std::size_t preferred = 1;
-  clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                           sizeof preferred, &preferred, nullptr);
-  const std::size_t limit = std::min({target, kernel_group_limit(name),
-                                      static_cast<std::size_t>(local_bytes / (gemv_max_rows * sizeof(float)))});
-  std::size_t size = 1;
-  while (size * 2 <= limit) size *= 2;
-  while (size / 2 >= std::max<std::size_t>({units, preferred, 1})) size /= 2;
-  return size;
-}
-
 namespace detail {
 inline const char* weight_kernel(const char* prefix, DType dtype, std::string& name) {
   name = prefix;
@@ -218,6 +196,53 @@ inline const char* cache_kernel(const char* prefix, DType dtype, std::string& na
   return weight_kernel(prefix, dtype, name);
 }
 }  // namespace detail
+
+inline OpenClOps::GemvShape OpenClOps::gemv_shape(MatmulKernel choice, DType dtype, std::size_t cols,
+                                                  std::size_t rows) {
+  std::string kernel_name;
+  const char* name = detail::weight_kernel("gemv", dtype, kernel_name);
+  // An item's unit of work: 4 values (a float4), Q8_0 a quarter block (8).
+  const std::size_t units = dtype == DType::q8_0 ? cols / 8 : (cols + 3) / 4;
+  const bool subgroups = context_->has_subgroups() && choice == MatmulKernel::gemv;
+  // Work-groups of 256 items where the kernel and local memory allow (the
+  // local reduction keeps gemv_max_rows floats per item): enough loads in
+  // flight per group to cover memory latency on a GPU, few groups to start
+  // on a CPU device (PoCL pays per work-group). A power of two.
+  constexpr std::size_t target = 256;
+  cl_ulong local_bytes = 0;
+  check(clGetDeviceInfo(context_->device(), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr),
+        "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
+  const auto floor_pow2 = [](std::size_t v) {
+    std::size_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+  };
+  const std::size_t limit = std::min({target, kernel_group_limit(name),
+                                      static_cast<std::size_t>(local_bytes / (gemv_max_rows * sizeof(float)))});
+  const std::size_t group = floor_pow2(std::max<std::size_t>(limit, 1));
+  if (subgroups) {
+    // One sub-group per row; the kernel strides over rows, so an estimate
+    // of the sub-group size (the preferred multiple, the SIMD width) only
+    // sizes the launch.
+    std::size_t preferred = 1;
+    clGetKernelWorkGroupInfo(kernel(name), context_->device(), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                             sizeof preferred, &preferred, nullptr);
+    preferred = std::min(floor_pow2(std::max<std::size_t>(preferred, 1)), group);
+    return {preferred, group / preferred, group, true};
+  }
+  // A row slice as wide as gives each item about 16 units: enough work per
+  // item to pay for its share of the log2(lanes) reduction steps, and on a
+  // CPU device (PoCL runs a group's items one after another) short runs of
+  // items per row, measured fastest there. Slices narrower than the SIMD
+  // width idle no lanes: neighbouring slices (rows) fill them, each slice
+  // still reading whole runs of 16-byte units.
+  constexpr std::size_t units_per_item = 16;
+  std::size_t lanes = std::min(floor_pow2(std::max<std::size_t>(units / units_per_item, 1)), group);
+  if (forced_gemv_lanes_) lanes = std::min(floor_pow2(forced_gemv_lanes_), group);
+  // Fewer slices than rows would only add idle items to a lone group.
+  const std::size_t slices = std::min(group / lanes, std::max<std::size_t>(rows, 1));
+  return {lanes, slices, lanes * slices, false};
+}
 
 inline void OpenClOps::embed(const weight_type& table, std::span<const TokenId> tokens, float* out) {
   staging_used_ = 0;
@@ -263,12 +288,13 @@ inline void OpenClOps::matmul(const float* x, std::size_t m, const weight_type& 
   const Bound out = bind(y, m * w.rows, Direction::out);
   const auto k = static_cast<cl_uint>(w.cols), n = static_cast<cl_uint>(w.rows);
   if (gemv) {
-    const std::size_t units = w.dtype == DType::q8_0 ? w.cols / 8 : w.cols;  // Q8_0: 8 values per unit
-    const std::size_t group = gemv_group_size(kernel_name, units);
-    const cl_uint use_subgroups = context_->has_subgroups() && choice == MatmulKernel::gemv ? 1u : 0u;
+    const GemvShape shape = gemv_shape(choice, w.dtype, w.cols, w.rows);
+    // The sub-group path uses no local memory (one float: the argument must have a size).
     set_args(kernel_name, in.mem, in.offset, k, static_cast<cl_uint>(m), wb, cl_ulong{w.row_bytes()}, n, out.mem,
-             out.offset, detail::LocalFloats{gemv_max_rows * group}, use_subgroups);
-    launch(kernel_name, w.rows * group, 1, group, 1);
+             out.offset, detail::LocalFloats{shape.subgroups ? 1 : gemv_max_rows * shape.group},
+             static_cast<cl_uint>(shape.lanes), cl_uint{shape.subgroups ? 1u : 0u});
+    const std::size_t groups = (w.rows + shape.rows_per_group - 1) / shape.rows_per_group;
+    launch(kernel_name, groups * shape.group, 1, shape.group, 1);
   } else if (choice == MatmulKernel::tiled) {
     if (kernel_group_limit(kernel_name) < gemm_work_group_side * gemm_work_group_side)
       throw invalid_argument("matmul", "OpenCL: this device cannot run the tiled GEMM's 8x8 work-groups");
