@@ -112,21 +112,29 @@ void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::s
         mag += std::fabs(double(x[i * ldx + l]) * double(w.values[j * k + l]));
       }
       const double err = std::fabs(double(y[i * ldy + j]) - ref);
-      INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
-                    << (align_x ? " (x aligned)" : ""));
       const double quantization =
           quantizes_activations(kernels, dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k) : 0.0;
-      REQUIRE(err <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
+      const double bound = relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization;
+      // Every element is checked; Catch's INFO and REQUIRE run only for one
+      // that fails: formatting the message for each of ~10^6 elements was
+      // most of this test's time, 87 s of the kernel suite's 112 under qemu.
+      if (!(err <= bound)) {
+        INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
+                      << (align_x ? " (x aligned)" : ""));
+        REQUIRE(err <= bound);
+      }
     }
-    for (std::size_t j = n; j < ldy; ++j) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
+    for (std::size_t j = n; j < ldy; ++j)
+      if (y[i * ldy + j] != -12345.0f) REQUIRE(y[i * ldy + j] == -12345.0f);  // padding untouched
   }
   if (quantizes_activations(kernels, dtype, m)) {
     const auto expected = q8_integer_reference(x, ldx, m, w);
     for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j < n; ++j) {
-        INFO("Q8_0 integer path, m " << m << " k " << k << " n " << n << " at " << i << "," << j);
-        REQUIRE(y[i * ldy + j] == expected[i * n + j]);
-      }
+      for (std::size_t j = 0; j < n; ++j)
+        if (y[i * ldy + j] != expected[i * n + j]) {
+          INFO("Q8_0 integer path, m " << m << " k " << k << " n " << n << " at " << i << "," << j);
+          REQUIRE(y[i * ldy + j] == expected[i * n + j]);
+        }
   }
 }
 
@@ -158,7 +166,10 @@ TEST_CASE("matmul: every kernel variant matches a double reference", "[kernels][
   izwi::detail::ThreadPool pool3(3), pool1(1);
   kernel_test::for_each_variant([&](const KernelTable& kernels) {
     check_all_sizes(kernels, pool3);
-    check_all_sizes(kernels, pool1);
+    // On an emulated CPU (the chosen variant only, kernel_test_util.hpp) the
+    // same kernels on one thread add nothing about that CPU: the one-thread
+    // split of every variant is checked natively.
+    if (!kernel_test::active_variant_only()) check_all_sizes(kernels, pool1);
   });
 }
 

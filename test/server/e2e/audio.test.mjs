@@ -371,9 +371,13 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
       return n;
     };
     const before = await finished();
-    // The probe and a few rounds of five beams have finished: the search is under way.
+    // The probe and a few rounds of five beams have finished: the search is
+    // under way. The 40-s audio (two windows, the second one's beams tens of
+    // tokens long) keeps it going well past the hang-up: jfk.wav's search
+    // on the e2e weights ends after about a hundred steps.
     const received = await uploadThenHangUp(
-      [["file", {filename: "jfk.wav", data: JFK}], ["model", WHISPER_ID], ["stream", "true"], ["beam_size", "5"]],
+      [["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID], ["stream", "true"],
+       ["beam_size", "5"]],
       async () => await finished() >= before + 12, {pollMs: 10});
     assert.ok(!received.includes("transcript.text.done"), "the transcription ended before the hang-up: nothing was tested");
     // The server notices the hang-up at its next write (a keep-alive comment
@@ -463,11 +467,17 @@ describe("a client that hangs up", () => {
       metricValue((await getMetrics(server)).metrics, "izwi:request_success_total", {finished_reason: reason}) ?? 0;
     const abortedBefore = await count("abort");
     const finishedBefore = await count("length") + await count("stop");
-    // Hang up once the first window's probe is done: its decode (up to
-    // 224 tokens) is then in the engine.
-    await uploadThenHangUp(
-      [["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID], ["stream", "true"]],
-      async () => await count("length") + await count("stop") !== finishedBefore);
+    // Hang up once the engine runs the first window: without timestamps, in
+    // English (no probe), the e2e weights decode the 40-s audio's windows to
+    // about 130 and 40 tokens, so a window is still to come when the server
+    // notices the hang-up (at its next write: a window's text or a keep-alive
+    // comment each half second).
+    const running = async () => metricValue((await getMetrics(server)).metrics, "izwi:num_requests_running") ?? 0;
+    const received = await uploadThenHangUp(
+      [["file", {filename: "long.wav", data: jfkRepeated(40)}], ["model", WHISPER_ID], ["stream", "true"],
+       ["no_timestamps", "true"], ["language", "en"]],
+      async () => await running() > 0);
+    assert.ok(!received.includes("transcript.text.done"), "the transcription ended before the hang-up: nothing was tested");
     await sleep(100);
     const idle = await waitForIdleEngine(server, {timeoutMs: 60000});
     assert.ok(idle.ok, `engine not idle after the hang-up: ${JSON.stringify({used: idle.used, running: idle.running, waiting: idle.waiting})}`);
