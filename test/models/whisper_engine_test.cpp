@@ -41,11 +41,14 @@ static_assert(HasRequestRelease<WhisperCpuExecutor> && HasDetokenizer<WhisperCpu
 
 /// An engine over the random tiny Whisper; `token_budget` small enough
 /// chunks the audio's 1536 placeholders over several steps.
+/// as_whisper_cpp: decode as whisper-cli does by default (no forced initial
+/// timestamp, the non-speech symbols allowed) for comparisons with its goldens.
 std::unique_ptr<WhisperEngine> make_engine(std::size_t token_budget = 8192, DType kv = DType::f32,
-                                           bool initial_timestamp = true) {
+                                           bool as_whisper_cpp = false) {
   WhisperCpuExecutorConfig executor_config;
   executor_config.num_threads = 2;
-  executor_config.initial_timestamp = initial_timestamp;
+  executor_config.initial_timestamp = !as_whisper_cpp;
+  executor_config.checkpoint_suppress_tokens = !as_whisper_cpp;
   WhisperCpuExecutor executor(model("ggml-model.bin", kv), executor_config);
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = std::size_t{160} << 20;  // five requests of the tiny shape in f32
@@ -444,7 +447,7 @@ TEST_CASE("beam_search on the Whisper engine follows whisper-cli -bs 5 past wher
   REQUIRE(departs + 10 < cli_beam.size());
 
   const auto& s = model("ggml-model.bin", DType::f16).special_tokens();
-  auto engine = make_engine(8192, DType::f16, false);  // whisper.cpp's f16 KV, no forced initial timestamp
+  auto engine = make_engine(8192, DType::f16, /*as_whisper_cpp=*/true);  // and whisper.cpp's f16 KV
   engine->run();
   const std::vector<TokenId> eos = {s.eot};
   BeamSearchOptions options;

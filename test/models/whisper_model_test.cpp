@@ -10,7 +10,9 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "izwi/audio/decode.hpp"
@@ -218,7 +220,9 @@ TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments",
                                                   ("test/models/goldens/whisper-tiny-random-jfk-cli" + variant + ".json"));
   // whisper-cli lists every token it sampled, segment by segment (timestamps
   // included); it does not force the first token to be a timestamp as
-  // openai-whisper does, hence initial_timestamp = false below.
+  // openai-whisper does, nor (without --suppress-nst) suppress the
+  // non-speech symbols, hence initial_timestamp and checkpoint_suppress_tokens
+  // = false below.
   std::vector<TokenId> expected;
   for (const auto& segment : golden.at("segments").as_array())
     for (const auto& t : segment.at("tokens").as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
@@ -228,6 +232,7 @@ TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments",
   WhisperGreedyOptions options;
   options.timestamps = true;
   options.initial_timestamp = false;
+  options.checkpoint_suppress_tokens = false;
   const WhisperGreedyResult r = whisper_greedy_decode(run, options);
   REQUIRE(r.tokens.size() >= expected.size());
   CHECK(s.is_timestamp(expected.back()));
@@ -244,7 +249,9 @@ TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory
   CHECK(g.suppress_tokens.size() == 23);
   REQUIRE(g.alignment_heads.size() == 2);
   CHECK(g.alignment_heads[0].first == hf.config().decoder_layers - 1);
-  CHECK(model("ggml-model.bin").generation_config().suppress_tokens.empty());
+  // A ggml file carries no generation_config: openai-whisper's defaults (the next test).
+  CHECK(model("ggml-model.bin").generation_config().suppress_tokens ==
+        WhisperGenerationConfig::openai_defaults(*model("ggml-model.bin").tokenizer()).suppress_tokens);
 
   // The suppress lists apply: no suppressed token is ever generated.
   WhisperRunner run(hf, {.num_threads = 2});
@@ -275,6 +282,43 @@ TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory
   const std::string text = " ask not what your country can do for you";
   CHECK(from_json.encode(text) == hf.tokenizer()->encode(text));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Whisper: openai-whisper's default suppress lists equal the published generation_config.json files",
+          "[whisper][models][reference]") {
+  if (!testing::have_whisper_fixtures()) return;
+  // The lists Hugging Face publishes with openai/whisper-tiny and tiny.en were
+  // made by openai-whisper's own tokenizer code; izwi computes them from the
+  // vocabulary (for ggml files, which carry none).
+  const io::JsonValue published = io::read_json_file(std::filesystem::path(IZWI_SOURCE_DIR) /
+                                                     "test/models/goldens/whisper-hf-generation-config-suppress.json");
+  const auto ids = [](const io::JsonValue& list) {
+    std::vector<TokenId> out;
+    for (const auto& id : list.as_array()) out.push_back(static_cast<TokenId>(id.as_int64()));
+    return out;
+  };
+  for (const auto& [kind, tiktoken] : {std::pair<std::string, std::string>{"multilingual", "multilingual.tiktoken"},
+                                       {"english", "gpt2.tiktoken"}}) {
+    INFO(kind);
+    const io::JsonValue& expected = published.at(kind);
+    const auto tokenizer = tokenizer::WhisperTokenizer::from_tiktoken(
+        testing::whisper_fixtures() / "whisper" / tiktoken, static_cast<std::size_t>(expected.at("vocab_size").as_int64()));
+    const WhisperGenerationConfig g = WhisperGenerationConfig::openai_defaults(tokenizer);
+    CHECK(g.suppress_tokens == ids(expected.at("suppress_tokens")));
+    CHECK(g.begin_suppress_tokens == ids(expected.at("begin_suppress_tokens")));
+  }
+  // A ggml file's own vocabulary (whisper.cpp's tiny) gives the same lists,
+  // and greedy decoding under them never writes a suppressed token.
+  const Whisper& ggml = model("ggml-model.bin");
+  const auto& suppressed = ggml.generation_config().suppress_tokens;
+  CHECK(suppressed == ids(published.at("multilingual").at("suppress_tokens")));
+  WhisperRunner run(ggml, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.max_tokens = 48;
+  const auto r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  for (TokenId t : r.tokens) CHECK(!std::binary_search(suppressed.begin(), suppressed.end(), t));
 }
 
 TEST_CASE("Whisper: the encoder of a batch of windows equals each window alone", "[whisper][models][properties]") {

@@ -57,7 +57,9 @@ struct WhisperCpuExecutorConfig {
   /// With timestamps, the first token must be a timestamp (openai-whisper).
   /// false decodes as whisper.cpp, which does not force it.
   bool initial_timestamp = true;
-  /// Apply the checkpoint's generation_config suppress lists (HF checkpoints).
+  /// Apply the checkpoint's suppress lists (Whisper::generation_config(): an
+  /// HF directory's, openai-whisper's defaults for a ggml file). false
+  /// decodes as whisper.cpp does without --suppress-nst.
   bool checkpoint_suppress_tokens = true;
 };
 

@@ -104,8 +104,17 @@ struct WhisperConfig {
   void validate() const;
 };
 
-/// What a Hugging Face generation_config.json adds (empty for ggml files).
+/// What a Hugging Face generation_config.json adds; for a ggml file, which
+/// carries none, openai-whisper's defaults (openai_defaults()).
 struct WhisperGenerationConfig {
+  /// openai-whisper's decoding defaults for this vocabulary, as the published
+  /// generation_config.json files list them: suppress_tokens = the non-speech
+  /// symbols (tokenizer::WhisperTokenizer::non_speech_tokens) and the special
+  /// tokens <|startoftranscript|>, the tasks, <|startoflm|>, <|startofprev|>
+  /// and <|nospeech|>; begin_suppress_tokens = " " and <|endoftext|>. No
+  /// alignment heads.
+  static WhisperGenerationConfig openai_defaults(const tokenizer::WhisperTokenizer& tokenizer);
+
   /// Tokens never generated (openai-whisper's non-speech symbols and specials).
   std::vector<TokenId> suppress_tokens;
   /// Tokens never generated first (" " and <|endoftext|>).

@@ -97,9 +97,10 @@ struct WhisperGreedyOptions {
   /// whisper.cpp does not force it (it takes the segment start from the most
   /// probable timestamp instead); false decodes as whisper.cpp does.
   bool initial_timestamp = true;
-  /// Also never generate the checkpoint's generation_config suppress_tokens
-  /// (HF checkpoints list openai-whisper's non-speech symbols there) and,
-  /// first, its begin_suppress_tokens.
+  /// Also never generate the checkpoint's suppress_tokens and, first, its
+  /// begin_suppress_tokens (Whisper::generation_config(): an HF directory's
+  /// generation_config.json, openai-whisper's defaults for a ggml file — the
+  /// non-speech symbols). false decodes as whisper.cpp does without --suppress-nst.
   bool checkpoint_suppress_tokens = true;
   std::size_t max_tokens = 224;
 };

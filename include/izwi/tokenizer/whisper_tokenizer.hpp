@@ -101,6 +101,14 @@ class WhisperTokenizer {
   /// The id of an exact token byte string, or of a special token's <|...|> text.
   std::optional<TokenId> token_to_id(std::string_view text) const;
 
+  /// openai-whisper's non-speech symbols in this vocabulary, sorted: the
+  /// tokens its default suppress_tokens ("-1") adds to the special ones, so
+  /// that decoding does not write speaker tags, brackets or music notes. A
+  /// symbol counts alone and after a space where it is one token; a musical
+  /// sign (a multi-byte character) by its first token however it splits;
+  /// plus the first tokens of " -" and " '".
+  std::vector<TokenId> non_speech_tokens() const;
+
   /// The decoder prompt: <|startoftranscript|> [<|lang|> <|task|>] [<|notimestamps|>]
   /// (.en models have no language or task tokens).
   std::vector<TokenId> sot_sequence(std::string_view language, bool translate, bool timestamps) const;

@@ -2,6 +2,7 @@
 // Whisper: configurations of the published shapes and loading from a Hugging
 // Face directory or a ggml-whisper file.
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <new>
@@ -135,6 +136,18 @@ struct AlignedArena {
 };
 
 }  // namespace detail::whisper
+
+inline WhisperGenerationConfig WhisperGenerationConfig::openai_defaults(const tokenizer::WhisperTokenizer& tokenizer) {
+  const tokenizer::WhisperSpecialTokens& s = tokenizer.special();
+  WhisperGenerationConfig g;
+  g.suppress_tokens = tokenizer.non_speech_tokens();
+  for (TokenId id : {s.sot, s.translate, s.transcribe, s.sot_lm, s.sot_prev, s.no_speech}) g.suppress_tokens.push_back(id);
+  std::sort(g.suppress_tokens.begin(), g.suppress_tokens.end());
+  g.suppress_tokens.erase(std::unique(g.suppress_tokens.begin(), g.suppress_tokens.end()), g.suppress_tokens.end());
+  g.begin_suppress_tokens = tokenizer.encode(" ");
+  g.begin_suppress_tokens.push_back(s.eot);
+  return g;
+}
 
 /// generation_config.json: suppress lists and alignment heads, and a check
 /// that its language and timestamp ids are the ones the vocabulary size implies.
@@ -303,9 +316,14 @@ struct Loader {
     m.weights_owner_ = arena;
     m.kv_cache_dtype_ = options.kv_cache_dtype;
     m.mel_filters_.assign(file.mel_filters().begin(), file.mel_filters().end());
-    if (options.load_tokenizer)
+    if (options.load_tokenizer) {
       m.tokenizer_ = std::make_shared<tokenizer::WhisperTokenizer>(tokenizer::WhisperTokenizer::from_vocabulary(
           std::vector<std::string>(file.vocabulary().begin(), file.vocabulary().end()), c.vocab_size));
+      // A ggml file has no generation_config.json: decode as openai-whisper
+      // does by default (whisper.cpp leaves the non-speech symbols allowed
+      // unless asked, --suppress-nst; WhisperGreedyOptions::checkpoint_suppress_tokens = false).
+      m.generation_ = WhisperGenerationConfig::openai_defaults(*m.tokenizer_);
+    }
     m.description_ = file.name() + " (ggml, " + std::string(to_string(m.conv2_.dtype)) + ")";
     return m;
   }

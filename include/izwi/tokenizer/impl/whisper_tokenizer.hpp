@@ -252,6 +252,34 @@ inline std::vector<TokenId> WhisperTokenizer::encode(std::string_view text) cons
   return out;
 }
 
+inline std::vector<TokenId> WhisperTokenizer::non_speech_tokens() const {
+  // The symbols openai-whisper lists (whisper/tokenizer.py): annotation
+  // marks of its training transcripts, single characters and runs of them.
+  static constexpr std::string_view marks[] = {
+      "\"", "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]", "^", "_", "`", "{",
+      "|", "}", "~", "\u300c", "\u300d", "\u300e", "\u300f", "<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[",
+      "('", "(\"", "((", "))", "(((", ")))", "[[", "]]", "{{", "}}", "\u266a\u266a", "\u266a\u266a\u266a"};
+  // ♩ ♪ ♫ ♬ ♭ ♮ ♯: several byte tokens each, the first one suppressed.
+  static constexpr std::string_view musical_signs[] = {"\u2669", "\u266a", "\u266b", "\u266c",
+                                                       "\u266d", "\u266e", "\u266f"};
+  std::vector<TokenId> out;
+  std::string spaced;
+  const auto add = [&](std::string_view symbol, bool first_of_several) {
+    spaced.assign(1, ' ');
+    spaced.append(symbol);
+    for (std::string_view text : {symbol, std::string_view(spaced)}) {
+      const std::vector<TokenId> ids = encode(text);
+      if (ids.size() == 1 || (first_of_several && !ids.empty())) out.push_back(ids.front());
+    }
+  };
+  for (std::string_view mark : marks) add(mark, false);
+  for (std::string_view sign : musical_signs) add(sign, true);
+  for (std::string_view text : {std::string_view(" -"), std::string_view(" '")}) out.push_back(encode(text).front());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 inline std::string WhisperTokenizer::token_text(TokenId id) const {
   const auto& s = special_;
   if (id >= 0 && static_cast<std::size_t>(id) < tokens_.size()) return tokens_[static_cast<std::size_t>(id)];
