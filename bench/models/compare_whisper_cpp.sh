@@ -56,7 +56,7 @@ for shape in $shapes; do
       [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-$shape-$n-r$r.txt"
       izwi() { "$build/tools/izwi-whisper-transcribe" --model "$model/ggml-model-f16.bin" --file "$audio" \
                  --language en --threads "$n" --kv f16 >/dev/null 2>"$out/izwi-$shape-$n-r$r.txt"; }
-      whisper() { "$peer" -m "$model/ggml-model-f16.bin" -f "$audio" -l en -t "$n" -nfa -nt -sns -bs 1 -bo 1 \
+      whisper() { "$peer" -m "$model/ggml-model-f16.bin" -f "$audio" -l en -t "$n" -nfa -nt --suppress-nst -bs 1 -bo 1 \
                     >/dev/null 2>"$out/wcpp-$shape-$n-r$r.txt"; }
       if ((r % 2)); then izwi; whisper; else whisper; izwi; fi
     done

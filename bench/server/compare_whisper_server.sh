@@ -10,7 +10,7 @@
 # greedy at temperature 0 with the fallback off on both sides (izwi:
 # temperature_inc=0; whisper-server: -nf and temperature_inc=0), the
 # non-speech symbols suppressed on both (openai-whisper's default, which
-# izwi applies to ggml files; whisper-server: -sns), without
+# izwi applies to ggml files; whisper-server: --suppress-nst), without
 # timestamps (no_timestamps=true on both: with timestamps whisper.cpp does
 # not force the first token to be one, as openai-whisper and izwi do, so on
 # random weights the two would decode different texts). izwi's greedy ids
@@ -44,7 +44,7 @@ izwi_port=8391 peer_port=8392
 "$build/examples/server/izwi-server" --model "$model" --port $izwi_port --threads 2 --max-num-batched-tokens 8192 \
   >"$build/izwi-server-bench.log" 2>&1 &
 izwi_pid=$!
-"$wcpp/whisper-server" -m "$model" --port $peer_port -t 2 -l en -nf -nfa -sns >"$build/whisper-server-bench.log" 2>&1 &
+"$wcpp/whisper-server" -m "$model" --port $peer_port -t 2 -l en -nf -nfa --suppress-nst >"$build/whisper-server-bench.log" 2>&1 &
 peer_pid=$!
 trap 'kill $izwi_pid $peer_pid 2>/dev/null || true' EXIT
 for _ in $(seq 120); do
