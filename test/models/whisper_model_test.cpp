@@ -40,10 +40,33 @@ constexpr double WHISPER_LOGITS_TOLERANCE = 2.5e-3;
 
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
 
+/// A JSON array of token ids (goldens, published lists).
+std::vector<TokenId> token_ids(const io::JsonValue& list) {
+  std::vector<TokenId> out;
+  for (const auto& id : list.as_array()) out.push_back(static_cast<TokenId>(id.as_int64()));
+  return out;
+}
+
 }  // namespace
 
 using testing::log_mel_of;
 using testing::model;
+
+namespace {
+
+/// Greedy decoding of jfk.wav under `m`'s generation config writes none of
+/// `suppressed` (the checkpoint's suppress list).
+void check_greedy_avoids(const Whisper& m, const std::vector<TokenId>& suppressed) {
+  WhisperRunner run(m, {.num_threads = 2});
+  run.start(log_mel_of("jfk.wav"));
+  WhisperGreedyOptions options;
+  options.max_tokens = 48;
+  const auto r = whisper_greedy_decode(run, options);
+  REQUIRE_FALSE(r.tokens.empty());
+  for (TokenId t : r.tokens) CHECK(std::find(suppressed.begin(), suppressed.end(), t) == suppressed.end());
+}
+
+}  // namespace
 using testing::relative_difference;
 
 TEST_CASE("Whisper: the HF directory and the ggml file give the same encoder output and logits", "[whisper][models]") {
@@ -181,8 +204,7 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
     }
     CHECK(relative_difference(mine, theirs) < WHISPER_ENCODER_TOLERANCE);
 
-    std::vector<TokenId> prompt;
-    for (const auto& t : golden.at("prompt").as_array()) prompt.push_back(static_cast<TokenId>(t.as_int64()));
+    const std::vector<TokenId> prompt = token_ids(golden.at("prompt"));
     CHECK(prompt == m.tokenizer()->sot_sequence("en", false, false));
     const auto logits = copy(run.feed(prompt));
     const auto& golden_logits = golden.at("prompt_logits").as_array();
@@ -198,8 +220,8 @@ TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models]
     WhisperGreedyOptions plain;
     plain.apply_rules = false;  // the driver takes the argmax of all logits
     const WhisperGreedyResult r = whisper_greedy_decode(run, plain);
-    std::vector<TokenId> expected, got = r.tokens;
-    for (const auto& t : golden.at("greedy").as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+    const std::vector<TokenId> expected = token_ids(golden.at("greedy"));
+    std::vector<TokenId> got = r.tokens;
     if (r.reached_end) got.push_back(m.special_tokens().eot);
     CHECK(got == expected);
 
@@ -224,8 +246,10 @@ TEST_CASE("Whisper: timestamped greedy decoding matches whisper-cli's segments",
   // non-speech symbols, hence initial_timestamp and checkpoint_suppress_tokens
   // = false below.
   std::vector<TokenId> expected;
-  for (const auto& segment : golden.at("segments").as_array())
-    for (const auto& t : segment.at("tokens").as_array()) expected.push_back(static_cast<TokenId>(t.as_int64()));
+  for (const auto& segment : golden.at("segments").as_array()) {
+    const std::vector<TokenId> tokens = token_ids(segment.at("tokens"));
+    expected.insert(expected.end(), tokens.begin(), tokens.end());
+  }
   REQUIRE(expected.size() >= 3);
   WhisperRunner run(m, {.num_threads = 2});
   run.start(log_mel_of("jfk.wav"));
@@ -249,18 +273,10 @@ TEST_CASE("Whisper: generation_config.json and tokenizer.json of an HF directory
   CHECK(g.suppress_tokens.size() == 23);
   REQUIRE(g.alignment_heads.size() == 2);
   CHECK(g.alignment_heads[0].first == hf.config().decoder_layers - 1);
-  // A ggml file carries no generation_config: openai-whisper's defaults (the next test).
-  CHECK(model("ggml-model.bin").generation_config().suppress_tokens ==
-        WhisperGenerationConfig::openai_defaults(*model("ggml-model.bin").tokenizer()).suppress_tokens);
+  // (A ggml file has none: it gets openai-whisper's defaults, the next test.)
 
   // The suppress lists apply: no suppressed token is ever generated.
-  WhisperRunner run(hf, {.num_threads = 2});
-  run.start(log_mel_of("jfk.wav"));
-  WhisperGreedyOptions options;
-  options.max_tokens = 48;
-  const auto r = whisper_greedy_decode(run, options);
-  REQUIRE_FALSE(r.tokens.empty());
-  for (TokenId t : r.tokens) CHECK(std::find(g.suppress_tokens.begin(), g.suppress_tokens.end(), t) == g.suppress_tokens.end());
+  check_greedy_avoids(hf, g.suppress_tokens);
 
   // A directory whose generation_config disagrees with the vocabulary is refused, naming the key.
   const auto source = testing::random_whisper() / "hf";
@@ -292,11 +308,6 @@ TEST_CASE("Whisper: openai-whisper's default suppress lists equal the published 
   // vocabulary (for ggml files, which carry none).
   const io::JsonValue published = io::read_json_file(std::filesystem::path(IZWI_SOURCE_DIR) /
                                                      "test/models/goldens/whisper-hf-generation-config-suppress.json");
-  const auto ids = [](const io::JsonValue& list) {
-    std::vector<TokenId> out;
-    for (const auto& id : list.as_array()) out.push_back(static_cast<TokenId>(id.as_int64()));
-    return out;
-  };
   for (const auto& [kind, tiktoken] : {std::pair<std::string, std::string>{"multilingual", "multilingual.tiktoken"},
                                        {"english", "gpt2.tiktoken"}}) {
     INFO(kind);
@@ -304,21 +315,14 @@ TEST_CASE("Whisper: openai-whisper's default suppress lists equal the published 
     const auto tokenizer = tokenizer::WhisperTokenizer::from_tiktoken(
         testing::whisper_fixtures() / "whisper" / tiktoken, static_cast<std::size_t>(expected.at("vocab_size").as_int64()));
     const WhisperGenerationConfig g = WhisperGenerationConfig::openai_defaults(tokenizer);
-    CHECK(g.suppress_tokens == ids(expected.at("suppress_tokens")));
-    CHECK(g.begin_suppress_tokens == ids(expected.at("begin_suppress_tokens")));
+    CHECK(g.suppress_tokens == token_ids(expected.at("suppress_tokens")));
+    CHECK(g.begin_suppress_tokens == token_ids(expected.at("begin_suppress_tokens")));
   }
   // A ggml file's own vocabulary (whisper.cpp's tiny) gives the same lists,
   // and greedy decoding under them never writes a suppressed token.
   const Whisper& ggml = model("ggml-model.bin");
-  const auto& suppressed = ggml.generation_config().suppress_tokens;
-  CHECK(suppressed == ids(published.at("multilingual").at("suppress_tokens")));
-  WhisperRunner run(ggml, {.num_threads = 2});
-  run.start(log_mel_of("jfk.wav"));
-  WhisperGreedyOptions options;
-  options.max_tokens = 48;
-  const auto r = whisper_greedy_decode(run, options);
-  REQUIRE_FALSE(r.tokens.empty());
-  for (TokenId t : r.tokens) CHECK(!std::binary_search(suppressed.begin(), suppressed.end(), t));
+  CHECK(ggml.generation_config().suppress_tokens == token_ids(published.at("multilingual").at("suppress_tokens")));
+  check_greedy_avoids(ggml, ggml.generation_config().suppress_tokens);
 }
 
 TEST_CASE("Whisper: the encoder of a batch of windows equals each window alone", "[whisper][models][properties]") {

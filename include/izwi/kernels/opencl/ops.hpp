@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -120,7 +121,10 @@ class OpenClOps {
   /// Tests and benchmarks: run the local-reduction GEMV with row slices of
   /// `lanes` items (a power of two, at most the group; 0: automatic), e.g.
   /// a GPU's shape on a CPU device. The sub-group GEMV ignores it.
-  void force_gemv_lanes(std::size_t lanes) noexcept { forced_gemv_lanes_ = lanes; }
+  void force_gemv_lanes(std::size_t lanes) noexcept {
+    forced_gemv_lanes_ = lanes;
+    gemv_shapes_.clear();
+  }
 
   void rms_norm(const float* x, std::size_t rows, std::size_t dim, const float* weight, float eps, float* out);
   void rms_norm_heads(float* x, std::size_t rows, std::size_t heads, std::size_t head_dim, const float* weight,
@@ -165,6 +169,7 @@ class OpenClOps {
               std::size_t local1 = 0);
   /// CL_KERNEL_WORK_GROUP_SIZE of a kernel on this device (cached).
   std::size_t kernel_group_limit(const char* kernel);
+  GemvShape compute_gemv_shape(MatmulKernel kernel, DType dtype, std::size_t cols, std::size_t rows);
   cl_kernel kernel(const char* name);
   template <class... Args>
   void set_args(const char* kernel, const Args&... args);
@@ -176,6 +181,8 @@ class OpenClOps {
   std::map<std::string, std::size_t, std::less<>> group_limits_;
   MatmulKernel forced_matmul_ = MatmulKernel::automatic;
   std::size_t forced_gemv_lanes_ = 0;
+  /// gemv_shape()'s answers by (kernel, dtype, cols, rows).
+  std::map<std::tuple<MatmulKernel, DType, std::size_t, std::size_t>, GemvShape> gemv_shapes_;
   std::vector<DeviceBuffer> scratch_;
   std::size_t scratch_bytes_ = 0, max_scratch_bytes_ = 0;
   std::vector<DeviceBuffer> staging_;

@@ -199,6 +199,17 @@ inline const char* cache_kernel(const char* prefix, DType dtype, std::string& na
 
 inline OpenClOps::GemvShape OpenClOps::gemv_shape(MatmulKernel choice, DType dtype, std::size_t cols,
                                                   std::size_t rows) {
+  // Called for every GEMV of every step: the driver queries behind a shape
+  // run once per weight shape.
+  const auto key = std::make_tuple(choice, dtype, cols, rows);
+  if (auto it = gemv_shapes_.find(key); it != gemv_shapes_.end()) return it->second;
+  const GemvShape shape = compute_gemv_shape(choice, dtype, cols, rows);
+  gemv_shapes_.emplace(key, shape);
+  return shape;
+}
+
+inline OpenClOps::GemvShape OpenClOps::compute_gemv_shape(MatmulKernel choice, DType dtype, std::size_t cols,
+                                                          std::size_t rows) {
   std::string kernel_name;
   const char* name = detail::weight_kernel("gemv", dtype, kernel_name);
   // An item's unit of work: 4 values (a float4), Q8_0 a quarter block (8).
