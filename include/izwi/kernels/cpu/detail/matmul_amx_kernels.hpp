@@ -1,6 +1,6 @@
 #pragma once
 // BF16 weights on AMX (tdpbf16ps): matmul()'s path for BF16 weights from
-// amx_min_rows activation rows on, in the "avx512" table of a CPU with
+// amx_min_rows (12) activation rows on (batched decode and prefill), in the "avx512" table of a CPU with
 // AMX-BF16 whose operating system grants the tile state (dispatch.hpp,
 // baseline.cpp). Instantiated through matmul_kernels.hpp by avx512.cpp only.
 //
@@ -55,8 +55,13 @@ namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 enum class Bf16Gemm { widen, amx };
 
 /// Fewest activation rows for which matmul() takes the AMX path (below, the
-/// GEMV paths, see matmul_kernels.hpp).
-inline constexpr std::size_t amx_min_rows = 17;
+/// GEMV paths, see matmul_kernels.hpp). Batched decode, BF16 3072 x 1024
+/// weights from memory, 1 thread, per CPU-second (loaded machine, so
+/// indications): the AMX path costs about the same at every m (1.11-1.19 ms:
+/// packing the weights, not the tile products), the widened register blocks
+/// grow with m (m = 4: 0.80 ms, 8: 1.09-1.19, 16: 1.77-1.83; 1024 x 3072 at
+/// 16: 1.46-1.54 against 1.05-1.09): even at 8 rows, ahead from about 10.
+inline constexpr std::size_t amx_min_rows = 12;
 
 inline bool all_bf16(const MatmulOutput* outs, std::size_t count) noexcept {
   for (std::size_t i = 0; i < count; ++i)
@@ -73,6 +78,7 @@ inline constexpr std::size_t tile_k = 32;           // bf16 values of k per tile
 inline constexpr std::size_t tile_values = 512;     // bf16 values (1 KB) per A or B tile
 inline constexpr std::size_t panel_columns = 64;    // output columns per task: 4 B tiles
 inline constexpr std::size_t panel_tiles = panel_columns / tile_rows;
+inline constexpr std::size_t prefetch_values = 8 * tile_k;  // how far ahead pack_panel fetches weights
 
 /// The 64-byte tile configuration of palette 1: tiles 0-3 accumulate
 /// (16 rows x 16 floats), 4-5 hold A (16 rows x 32 bf16), 6-7 B (16 k-pairs
@@ -217,8 +223,15 @@ inline void pack_panel(const WeightMatrix& w, std::size_t n0, std::size_t k_bloc
       __m512i rows[16];
       for (std::size_t c = 0; c < tile_rows; ++c) {
         const std::size_t n = n0 + j * tile_rows + c;
-        rows[c] = n < w.rows ? _mm512_maskz_loadu_epi16(mask, reinterpret_cast<const std::uint16_t*>(w.row(n)) + k0)
-                             : _mm512_setzero_si512();
+        if (n >= w.rows) {
+          rows[c] = _mm512_setzero_si512();
+          continue;
+        }
+        const auto* row = reinterpret_cast<const std::uint16_t*>(w.row(n));
+        // 64 short row streams at once are more than the hardware
+        // prefetchers follow: fetch 8 tiles (512 bytes) ahead.
+        if (k0 + prefetch_values < k) __builtin_prefetch(row + k0 + prefetch_values);
+        rows[c] = _mm512_maskz_loadu_epi16(mask, row + k0);
       }
       transpose_16x16(rows);
       std::uint16_t* tile = panel + (kb * panel_tiles + j) * tile_values;
