@@ -225,10 +225,16 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
     std::vector<float> y(2 * 5);
     kernels::cpu::matmul(x.data(), 2, 64, w.matrix, y.data(), pool);
     for (std::size_t j = 0; j < 5; ++j) {
-      double ref = 0;
-      for (std::size_t l = 0; l < 64; ++l) ref += double(x[64 + l]) * w.values[j * 64 + l];
+      double ref = 0, mag = 0;
+      for (std::size_t l = 0; l < 64; ++l) {
+        ref += double(x[64 + l]) * w.values[j * 64 + l];
+        mag += std::fabs(double(x[64 + l]) * w.values[j * 64 + l]);
+      }
+      const KernelTable& active = kernels::cpu::active_kernels();
       const double quantization =
-          quantizes_activations(kernels::cpu::active_kernels(), dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64) : 0.0;
+          quantizes_activations(active, dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64)
+          : rounds_activations_to_bf16(active, dtype, 2) ? bf16_rounding_bound(mag)
+                                                         : 0.0;
       REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4 + quantization);
     }
   }
@@ -453,7 +459,7 @@ bool cpu_has_amx_bf16() {
 
 }  // namespace
 
-TEST_CASE("matmul BF16 on AMX: the tables that take it, rows independent of the batch, NaN activations",
+TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in any batch of 4 or more, NaN activations",
           "[kernels][matmul]") {
   // Only "avx512" may round BF16 activations; "avx512bw" keeps the widening
   // path on the same CPU, so the every-variant tests above cover both.
@@ -475,13 +481,16 @@ TEST_CASE("matmul BF16 on AMX: the tables that take it, rows independent of the 
   auto x = kernel_test::random_floats(m * k, 12);
   x[5 * k + 17] = std::numeric_limits<float>::quiet_NaN();
   izwi::detail::ThreadPool pool(3);
-  std::vector<float> all(m * n), first(20 * n), last(20 * n);
+  // 40 rows (the GEMM's packed panels) against 8 + 16 + 16 (the batched
+  // decode's in-place weight tiles, rows in the other operand).
+  std::vector<float> all(m * n), split(m * n);
   avx512->matmul(x.data(), k, m, w.matrix, all.data(), n, pool);
-  avx512->matmul(x.data(), k, 20, w.matrix, first.data(), n, pool);
-  avx512->matmul(x.data() + 20 * k, k, 20, w.matrix, last.data(), n, pool);
+  avx512->matmul(x.data(), k, 8, w.matrix, split.data(), n, pool);
+  avx512->matmul(x.data() + 8 * k, k, 16, w.matrix, split.data() + 8 * n, n, pool);
+  avx512->matmul(x.data() + 24 * k, k, 16, w.matrix, split.data() + 24 * n, n, pool);
   for (std::size_t r = 0; r < m; ++r)
     for (std::size_t j = 0; j < n; ++j) {
-      const float alone = r < 20 ? first[r * n + j] : last[(r - 20) * n + j];
+      const float alone = split[r * n + j];
       INFO("row " << r << " column " << j);
       if (r == 5) {
         REQUIRE(std::isnan(all[r * n + j]));

@@ -12,7 +12,7 @@
 //   "avx512bw" AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4)
 //   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
 //              where cpuid reports it (detected separately), else avx512bw's,
-//              and whose BF16 matmuls of 12 rows or more run on AMX tiles
+//              and whose BF16 matmuls of 4 rows or more run on AMX tiles
 //              where the CPU has AMX-BF16 and the OS grants the tile state
 //
 // At the first kernel call the best variant this CPU supports is chosen once

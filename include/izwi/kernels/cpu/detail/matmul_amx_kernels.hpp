@@ -1,6 +1,6 @@
 #pragma once
 // BF16 weights on AMX (tdpbf16ps): matmul()'s path for BF16 weights from
-// amx_min_rows (12) activation rows on (batched decode and prefill), in the "avx512" table of a CPU with
+// amx_min_rows (4) activation rows on (batched decode and prefill), in the "avx512" table of a CPU with
 // AMX-BF16 whose operating system grants the tile state (dispatch.hpp,
 // baseline.cpp). Instantiated through matmul_kernels.hpp by avx512.cpp only.
 //
@@ -13,7 +13,16 @@
 // the same tile in f32 FMAs. One tdpbf16ps (16 x 16 outputs, 32 products
 // each) issues every 16-19 cycles: about 430 multiply-adds per cycle.
 //
-// The algorithm, per call:
+// Up to 16 rows (batched decode), per call: the activations are rounded to
+// bf16 and packed as B tiles (per 32 values of k, 16 k-pairs x 16 rows);
+// the weights are read in place as A tiles (16 weight rows x 32 values, one
+// cache line of each row: no packing, so the weights stream from memory once
+// as in the GEMV), 32 weight rows at a time (2 accumulators), prefetched
+// 512 bytes ahead; the 16 x 16 accumulators (weight rows x activation rows)
+// are transposed into y. Ragged edges (past k, past the last row) go
+// through zero-padded copies.
+//
+// More rows (prefill), per call:
 // 1. The activations are rounded to bf16 (to nearest even, as
 //    core/half.hpp's f32_to_bf16) and packed as A tiles: per block of 16
 //    rows and 32 values of k, 16 x 32 bf16 = 1 KB, contiguous (rows past m
@@ -57,11 +66,10 @@ enum class Bf16Gemm { widen, amx };
 /// Fewest activation rows for which matmul() takes the AMX path (below, the
 /// GEMV paths, see matmul_kernels.hpp). Batched decode, BF16 3072 x 1024
 /// weights from memory, 1 thread, per CPU-second (loaded machine, so
-/// indications): the AMX path costs about the same at every m (1.11-1.19 ms:
-/// packing the weights, not the tile products), the widened register blocks
-/// grow with m (m = 4: 0.80 ms, 8: 1.09-1.19, 16: 1.77-1.83; 1024 x 3072 at
-/// 16: 1.46-1.54 against 1.05-1.09): even at 8 rows, ahead from about 10.
-inline constexpr std::size_t amx_min_rows = 12;
+/// indications), widened register blocks against AMX: m = 2 0.82 / 0.88 ms,
+/// 4 0.89 / 0.85, 8 1.09 / 0.83, 16 1.77 / 0.76 (1024 x 3072: 1.48 / 0.68);
+/// the one-row GEMV, which only streams the weights, 0.71-0.77.
+inline constexpr std::size_t amx_min_rows = 4;
 
 inline bool all_bf16(const MatmulOutput* outs, std::size_t count) noexcept {
   for (std::size_t i = 0; i < count; ++i)
@@ -236,6 +244,109 @@ inline void pack_panel(const WeightMatrix& w, std::size_t n0, std::size_t k_bloc
       transpose_16x16(rows);
       std::uint16_t* tile = panel + (kb * panel_tiles + j) * tile_values;
       for (std::size_t p = 0; p < tile_rows; ++p) _mm512_storeu_si512(tile + p * tile_k, rows[p]);
+    }
+  }
+}
+
+
+// ---- up to 16 rows (batched decode): the weights as A tiles, read in place.
+
+/// Activation rows [0, m) (m <= 16) as B tiles, one per 32 values of k: 16
+/// k-pairs x 16 rows (the pair (x[t][2p], x[t][2p+1]) as one dword; rows
+/// past m and values past k zero).
+inline void pack_rows_as_b(const float* x, std::size_t ldx, std::size_t m, std::size_t k, std::size_t k_blocks,
+                           std::uint16_t* tiles) noexcept {
+  for (std::size_t kb = 0; kb < k_blocks; ++kb) {
+    __m512i rows[16];
+    for (std::size_t t = 0; t < tile_rows; ++t) {
+      __m256i half[2];
+      for (std::size_t h = 0; h < 2; ++h) {
+        const std::size_t k0 = kb * tile_k + h * 16;
+        const std::size_t valid = t < m && k0 < k ? std::min<std::size_t>(16, k - k0) : 0;
+        const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+        half[h] = round_to_bf16(_mm512_maskz_loadu_ps(mask, valid != 0 ? x + t * ldx + k0 : x));
+      }
+      rows[t] = _mm512_inserti64x4(_mm512_castsi256_si512(half[0]), half[1], 1);
+    }
+    transpose_16x16(rows);
+    for (std::size_t p = 0; p < tile_rows; ++p) _mm512_storeu_si512(tiles + kb * tile_values + p * tile_k, rows[p]);
+  }
+}
+
+/// Weight rows [n, n + 16) (those below w.rows), values [k0, k0 + 32) (those
+/// below k), as one A tile in `tile`, zero elsewhere: the ragged edges the
+/// in-place loads cannot take.
+inline void copy_weight_tile(const WeightMatrix& w, std::size_t n, std::size_t k0, std::uint16_t* tile) noexcept {
+  const std::size_t valid = std::min(tile_k, w.cols - k0);
+  const __mmask32 mask = valid == 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << valid) - 1u);
+  for (std::size_t c = 0; c < tile_rows; ++c) {
+    const __m512i v = n + c < w.rows
+                          ? _mm512_maskz_loadu_epi16(mask, reinterpret_cast<const std::uint16_t*>(w.row(n + c)) + k0)
+                          : _mm512_setzero_si512();
+    _mm512_storeu_si512(tile + c * tile_k, v);
+  }
+}
+
+/// tmm0 += a0 b, tmm1 += a1 b; a0 and a1 rows `stride0` / `stride1` bytes apart.
+inline void multiply_2x1(const void* a0, std::size_t stride0, const void* a1, std::size_t stride1,
+                         const std::uint16_t* b) noexcept {
+  const std::size_t stride = 64;
+  __asm__ volatile(
+      "tileloadd (%0,%1,1), %%tmm4\n\t"
+      "tileloadd (%2,%3,1), %%tmm5\n\t"
+      "tileloadd (%4,%5,1), %%tmm6\n\t"
+      "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+      "tdpbf16ps %%tmm6, %%tmm5, %%tmm1"
+      :
+      : "r"(a0), "r"(stride0), "r"(a1), "r"(stride1), "r"(b), "r"(stride)
+      : "memory");
+}
+
+/// Accumulator tile t (weight rows x activation rows) transposed into
+/// y[r][c] for r < rows, c < cols.
+inline void write_transposed(int t, float* y, std::size_t ldy, std::size_t rows, std::size_t cols,
+                             float* spill) noexcept {
+  store_accumulator(t, spill, tile_rows * sizeof(float));
+  __m512i v[16];
+  for (std::size_t c = 0; c < tile_rows; ++c) v[c] = _mm512_loadu_si512(spill + c * tile_rows);
+  transpose_16x16(v);
+  const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1u);
+  for (std::size_t r = 0; r < rows; ++r) _mm512_mask_storeu_ps(y + r * ldy, mask, _mm512_castsi512_ps(v[r]));
+}
+
+/// Weight rows [n0, n1) of w against the packed rows (B tiles), m <= 16
+/// activation rows, 32 weight rows at a time: whole tiles straight from the
+/// weight rows (prefetched 512 bytes ahead), ragged ones through copies.
+inline void decode_columns(const WeightMatrix& w, std::size_t n0, std::size_t n1, const std::uint16_t* b_tiles,
+                           std::size_t k_blocks, std::size_t m, float* y, std::size_t ldy,
+                           std::uint16_t* edge) noexcept {
+  const std::size_t k = w.cols, whole_blocks = k / tile_k, row_bytes = w.row_bytes();
+  float* spill = reinterpret_cast<float*>(edge + 2 * tile_values);
+  for (std::size_t n = n0; n < n1; n += 2 * tile_rows) {
+    zero_accumulators();
+    const bool whole_rows = n + 2 * tile_rows <= w.rows;
+    for (std::size_t kb = 0; kb < k_blocks; ++kb) {
+      const std::size_t k0 = kb * tile_k;
+      if (whole_rows && kb < whole_blocks) {
+        const auto* a0 = reinterpret_cast<const std::uint16_t*>(w.row(n)) + k0;
+        // 512 bytes ahead along the rows; near their end, the start of the
+        // next 32 rows (so a block does not begin with cold misses).
+        const std::size_t ahead = k0 + prefetch_values;
+        const std::size_t first = ahead < k ? n : n + 2 * tile_rows, offset = ahead < k ? ahead : ahead - k;
+        for (std::size_t c = 0; c < 2 * tile_rows; ++c)
+          if (first + c < w.rows) __builtin_prefetch(reinterpret_cast<const std::uint16_t*>(w.row(first + c)) + offset);
+        multiply_2x1(a0, row_bytes, reinterpret_cast<const std::byte*>(a0) + tile_rows * row_bytes, row_bytes,
+                     b_tiles + kb * tile_values);
+      } else {
+        copy_weight_tile(w, n, k0, edge);
+        copy_weight_tile(w, n + tile_rows, k0, edge + tile_values);
+        multiply_2x1(edge, 64, edge + tile_values, 64, b_tiles + kb * tile_values);
+      }
+    }
+    for (std::size_t t = 0; t < 2; ++t) {
+      const std::size_t c0 = n + t * tile_rows;
+      if (c0 >= n1) break;
+      write_transposed(static_cast<int>(t), y + c0, ldy, m, std::min(tile_rows, n1 - c0), spill);
     }
   }
 }

@@ -625,6 +625,24 @@ inline void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const 
   using namespace amx;
   const std::size_t k = outs[0].weight->cols;
   const std::size_t k_blocks = (k + tile_k - 1) / tile_k;
+  if (m <= tile_rows) {
+    // Batched decode: the rows as B tiles once, the weights read in place as
+    // A tiles (no packing: the weights come from memory once, as in the GEMV).
+    auto* xb = static_cast<std::uint16_t*>(pool.shared_scratch(k_blocks * tile_values * sizeof(std::uint16_t)));
+    pack_rows_as_b(x, ldx, m, k, k_blocks, xb);
+    std::size_t chunk = (total_rows(outs, count) + pool.size() * 8 - 1) / (pool.size() * 8);
+    chunk = std::max<std::size_t>(4 * tile_rows, (chunk + 2 * tile_rows - 1) / (2 * tile_rows) * (2 * tile_rows));
+    const GroupTasks tasks(outs, count, chunk);
+    pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t worker) {
+      const auto [out, n0, n1] = tasks.range(task);
+      auto* edge = static_cast<std::uint16_t*>(pool.scratch(worker, 2 * tile_values * sizeof(std::uint16_t) +
+                                                                        tile_rows * tile_rows * sizeof(float)));
+      load_config();
+      decode_columns(*out->weight, n0, n1, xb, k_blocks, m, out->y, out->ldy, edge);
+      release();
+    });
+    return;
+  }
   const std::size_t row_blocks = (m + tile_rows - 1) / tile_rows;
   const std::size_t block_values = k_blocks * tile_values;
   auto* xa = static_cast<std::uint16_t*>(pool.shared_scratch(row_blocks * block_values * sizeof(std::uint16_t)));
