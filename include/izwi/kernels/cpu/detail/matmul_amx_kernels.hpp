@@ -1,8 +1,10 @@
 #pragma once
 // BF16 weights on AMX (tdpbf16ps): matmul()'s path for BF16 weights from
-// amx_min_rows (4) activation rows on (batched decode and prefill), in the "avx512" table of a CPU with
-// AMX-BF16 whose operating system grants the tile state (dispatch.hpp,
-// baseline.cpp). Instantiated through matmul_kernels.hpp by avx512.cpp only.
+// amx_min_rows (4) activation rows on (batched decode and prefill), in the
+// "avx512" table of a CPU with AMX-BF16 whose operating system grants the
+// tile state (dispatch.hpp, baseline.cpp). Instantiated through
+// matmul_kernels.hpp by avx512.cpp only; amx_bf16_gemm, the driver, is
+// there too (it shares the GEMV's task split).
 //
 // Why AMX and not AVX512_BF16's vdpbf16ps: on this project's machine (a
 // Sapphire Rapids class Xeon) one vdpbf16ps zmm issues every 2 cycles with
@@ -42,8 +44,9 @@
 // The tile instructions are inline assembly, so avx512.cpp needs no
 // -mamx-* flag and its other tables never reach them. The tile
 // configuration is loaded at the start of every task and released at its
-// end (the kernel saves tile state only for threads that use it, and a
-// thread holding tiles keeps the larger state on every context switch).
+// end (Linux saves the 8 KB of tile data on a context switch only while a
+// thread holds tiles). A row's result does not depend on the other rows,
+// and the two kernels give it the same bits (tested).
 
 #include <algorithm>
 #include <cstddef>
