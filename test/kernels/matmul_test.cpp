@@ -187,6 +187,9 @@ void check_all_sizes(const KernelTable& kernels, izwi::detail::ThreadPool& pool)
     // Deeper than a widened Q8_0 tile (1024 values): tiles in two pieces.
     const std::size_t deep = dtype == DType::q8_0 ? 1088 : 1041;
     for (std::size_t m : {1, 2, 7, 12, 16}) check_matmul(kernels, dtype, m, deep, 13, pool);
+    // Batched decode over whole 32-row blocks and a ragged one, with a tail
+    // of k (BF16 on AMX: weight tiles read in place, then copied).
+    for (std::size_t m : {5, 16}) check_matmul(kernels, dtype, m, deep, 133, pool);
     // The GEMM (BF16 on AMX: one, two and three 16-row blocks, a pair and an
     // odd one; panels of 64 columns and a part of one; k a multiple of the
     // tile's 32 and not).
