@@ -142,6 +142,7 @@ class Engine {
   void apply_commands();
   void admit(detail::EngineCommand& command);
   void process_outputs(const StepPlan& plan, TimePoint now);
+  std::optional<FinishReason> append_and_check_stop(Record& record, TokenId token);
   void finish_record(Record& record, FinishReason reason, TimePoint now);
   void deliver(Record& record, StreamChunk&& chunk);
   void end_request(RequestId id, FinishReason reason, TimePoint now);

@@ -527,40 +527,7 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
       r.audio_sample_rate = result_.audio_sample_rate;
     }
 
-    // Stop conditions, in vLLM's order: nothing stops before min_tokens except
-    // the length limits; EOS and stop ids end without adding text.
-    const std::size_t n = r.output_tokens.size();
-    const bool may_stop = n >= r.sampling.min_tokens;
-    std::optional<FinishReason> reason;
-    const bool is_eos = !r.sampling.ignore_eos &&
-                        std::find(eos_token_ids_.begin(), eos_token_ids_.end(), out.token) != eos_token_ids_.end();
-    const bool is_stop_id = std::find(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end(),
-                                      out.token) != r.sampling.stop_token_ids.end();
-    if (may_stop && (is_eos || is_stop_id)) {
-      reason = FinishReason::stop;
-      if (is_stop_id) r.stop_token = out.token;
-    } else {
-      const std::size_t searched_from = r.text.size();
-      r.text += r.detokenizer.append(out.token);
-      if (may_stop && !r.sampling.stop.empty()) {
-        // A stop string may straddle earlier text, so each search starts one
-        // stop-length back; the earliest match across all stop strings wins.
-        std::size_t earliest = std::string::npos;
-        for (const std::string& stop : r.sampling.stop) {
-          const std::size_t from = searched_from >= stop.size() ? searched_from - stop.size() + 1 : 0;
-          const std::size_t at = r.text.find(stop, from);
-          if (at < earliest) {
-            earliest = at;
-            r.stop_string = stop;
-          }
-        }
-        if (earliest != std::string::npos) {
-          r.text.resize(earliest);
-          reason = FinishReason::stop;
-        }
-      }
-    }
-    if (!reason && (n >= r.max_output_tokens)) reason = FinishReason::length;
+    const std::optional<FinishReason> reason = append_and_check_stop(r, out.token);
 
     if (reason) {
       finish_record(r, *reason, now);
@@ -573,6 +540,44 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
     finish_in_scheduler(id, records_.at(id).finish_reason);
     records_.erase(id);
   }
+}
+
+// Stop conditions, in vLLM's order: nothing stops before min_tokens except
+// the length limits; EOS and stop ids end without adding text. Otherwise the
+// token's text is appended and searched for the stop strings.
+template <class S, class K, class E>
+std::optional<FinishReason> Engine<S, K, E>::append_and_check_stop(Record& r, TokenId token) {
+  const std::size_t n = r.output_tokens.size();
+  const bool may_stop = n >= r.sampling.min_tokens;
+  const bool is_eos = !r.sampling.ignore_eos &&
+                      std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
+  const bool is_stop_id = std::find(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end(), token) !=
+                          r.sampling.stop_token_ids.end();
+  if (may_stop && (is_eos || is_stop_id)) {
+    if (is_stop_id) r.stop_token = token;
+    return FinishReason::stop;
+  }
+  const std::size_t searched_from = r.text.size();
+  r.text += r.detokenizer.append(token);
+  if (may_stop && !r.sampling.stop.empty()) {
+    // A stop string may straddle earlier text, so each search starts one
+    // stop-length back; the earliest match across all stop strings wins.
+    std::size_t earliest = std::string::npos;
+    for (const std::string& stop : r.sampling.stop) {
+      const std::size_t from = searched_from >= stop.size() ? searched_from - stop.size() + 1 : 0;
+      const std::size_t at = r.text.find(stop, from);
+      if (at < earliest) {
+        earliest = at;
+        r.stop_string = stop;
+      }
+    }
+    if (earliest != std::string::npos) {
+      r.text.resize(earliest);
+      return FinishReason::stop;
+    }
+  }
+  if (n >= r.max_output_tokens) return FinishReason::length;
+  return std::nullopt;
 }
 
 template <class S, class K, class E>
