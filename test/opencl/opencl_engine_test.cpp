@@ -261,22 +261,62 @@ TEST_CASE("OpenCL Qwen3 on the unified-memory cache, under memory pressure, matc
   std::vector<std::vector<TokenId>> expected;
   for (const Request& r : requests) expected.push_back(cpu.generate(r).token_ids);
 
-  OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), ctx);
+  // Every way this device offers: the host alias (forced), coarse- and fine-grained SVM.
+  for (auto mode : {opencl::UnifiedMemoryMode::host_alias, opencl::UnifiedMemoryMode::coarse_grained_svm,
+                    opencl::UnifiedMemoryMode::fine_grained_svm}) {
+    INFO(opencl::to_string(mode));
+    UnifiedKVCacheConfig kv_config;
+    try {
+      kv_config.memory = opencl::unified_memory_for(ctx, mode);
+    } catch (const unavailable& e) {
+      WARN("SKIPPED: " << e.what());
+      continue;
+    }
+    OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), ctx);
+    kv_config.num_blocks = 64;
+    kv_config.poll_interval = std::chrono::milliseconds(0);
+    ManualMemoryPressureSource pressure;
+    UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config, pressure);
+    auto svm = std::dynamic_pointer_cast<opencl::SvmMemory>(kv.memory_resource());
+    CHECK((svm != nullptr) == (mode != opencl::UnifiedMemoryMode::host_alias));
+    const std::byte* storage = kv.layer(0).keys;  // the one allocation, which moves with the cache
+    Engine unified(FcfsScheduler(), std::move(kv), std::move(executor));
+    // Normal pressure: the three together.
+    CHECK(run_all(unified, requests) == expected);
+    // Warning: cached blocks are evicted and their pages given back; the
+    // kernels then write into pages the OS hands out anew, in place.
+    pressure.set(0.08);
+    CHECK(run_all(unified, requests) == expected);
+    CHECK(unified.kv_cache().released_bytes() > 0);
+    CHECK(unified.kv_cache().stats().evictions > 0);
+    CHECK(unified.kv_cache().stats().num_used_blocks == 0);
+    CHECK(unified.kv_cache().check_invariants().empty());
+    // Between steps the host holds the memory (coarse-grained: mapped back after each step).
+    if (svm) CHECK(svm->host_mapped(storage));
+  }
+}
+
+TEST_CASE("a device that does not share host memory refuses the unified-memory cache in one sentence",
+          "[opencl][qwen3][unified]") {
+  auto ctx = opencl_context();
+  if (!ctx || !testing::have_qwen3_tokenizer()) return;
+  // The same device, taken to report what a discrete GPU reports.
+  auto options = testing::opencl_options("opencl-program-cache");
+  options.memory_sharing_override = opencl::DeviceMemorySharing{false, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER};
+  auto discrete = opencl::Context::create(options);
+  CHECK_THROWS_WITH(opencl::unified_memory_for(discrete),
+                    Catch::Contains("does not (CL_DEVICE_HOST_UNIFIED_MEMORY is false") &&
+                        Catch::Contains("use DeviceKVCache"));
+  // A cache made without asking (host memory) is refused at its first step, and the engine says why.
+  OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), discrete);
   UnifiedKVCacheConfig kv_config;
-  kv_config.num_blocks = 64;
-  kv_config.poll_interval = std::chrono::milliseconds(0);
-  ManualMemoryPressureSource pressure;
-  UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config, pressure);
-  Engine unified(FcfsScheduler(), std::move(kv), std::move(executor));
-  // Normal pressure: the three together.
-  CHECK(run_all(unified, requests) == expected);
-  // Warning: cached blocks are evicted and their pages given back; the
-  // kernels then write into pages the OS hands out anew, through the same alias.
-  pressure.set(0.08);
-  CHECK(run_all(unified, requests) == expected);
-  CHECK(unified.kv_cache().stats().evictions > 0);
-  CHECK(unified.kv_cache().stats().num_used_blocks == 0);
-  CHECK(unified.kv_cache().check_invariants().empty());
+  kv_config.num_blocks = 16;
+  UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config);
+  Engine engine(FcfsScheduler(), std::move(kv), std::move(executor));
+  const RequestOutput out = engine.generate(greedy(prompt_of(5, 1), 2));
+  CHECK(out.finish_reason == FinishReason::error);
+  CHECK_THAT(out.error, Catch::Contains("use DeviceKVCache"));
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
 }
 
 TEST_CASE("a device allocation failure shrinks the step or fails the request, never crashes", "[opencl][qwen3][faults]") {

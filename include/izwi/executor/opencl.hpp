@@ -13,10 +13,12 @@
 // sampling rows are read back and each sequence samples on the host with the
 // shared Sampler, exactly as CpuExecutor does. execution_space is
 // gpu_execution: it pairs with DeviceKVCache (device_space) and with
-// UnifiedKVCache (unified_space: its host storage is wrapped once in a
-// CL_MEM_USE_HOST_PTR buffer, zero copy on devices that share host memory,
-// and keeps its memory-pressure behaviour); pairing it with a host cache
-// (PagedKVCache) fails to compile (memory_space.hpp).
+// UnifiedKVCache (unified_space: shared virtual memory from
+// opencl::unified_memory_for, or its own host memory wrapped once in a
+// CL_MEM_USE_HOST_PTR buffer; zero copy either way, and it keeps its
+// memory-pressure behaviour; refused on a device that does not share the
+// host's memory, see kernels/opencl/unified_memory.hpp); pairing it with a
+// host cache (PagedKVCache) fails to compile (memory_space.hpp).
 
 #include <cstddef>
 #include <memory>
@@ -32,6 +34,7 @@
 #include "izwi/executor/sampler.hpp"
 #include "izwi/kernels/opencl/context.hpp"
 #include "izwi/kernels/opencl/ops.hpp"
+#include "izwi/kernels/opencl/unified_memory.hpp"
 #include "izwi/models/forward_batch.hpp"
 
 namespace izwi {
@@ -68,7 +71,9 @@ class OpenClExecutor {
   std::size_t vocab_size() const noexcept { return model_.vocab_size(); }
   const std::shared_ptr<opencl::Context>& context() const noexcept { return context_; }
 
-  /// One engine step. A cache on another context is izwi::invalid_argument.
+  /// One engine step. A cache on another context is izwi::invalid_argument; a
+  /// unified-memory cache on a device that does not share the host's memory
+  /// is izwi::unavailable (one sentence: use DeviceKVCache).
   template <KVCachePolicy K>
   void execute(const StepPlan& plan, K& kv, StepResult& result);
 
@@ -84,7 +89,9 @@ class OpenClExecutor {
   Model model_;
   std::shared_ptr<opencl::Context> context_;
   std::unique_ptr<opencl::OpenClOps> ops_;  // owns device scratch; stays put when the executor moves
-  std::unique_ptr<opencl::HostMemoryAlias> unified_kv_;  // a unified_space cache's storage, as a cl_mem
+  std::unique_ptr<opencl::HostMemoryAlias> unified_kv_;  // a unified_space cache's host storage, as a cl_mem
+  std::shared_ptr<opencl::SvmMemory> svm_kv_;            // or its SVM, mapped per step where coarse-grained
+  const std::byte* svm_kv_base_ = nullptr;
   Sampler sampler_;
   std::vector<TokenId> tokens_;
   std::vector<std::int64_t> positions_;
