@@ -41,9 +41,10 @@ namespace izwi {
 
 struct OpenClExecutorConfig {
   /// Cap on the device scratch for activations, in bytes (0: none). A step
-  /// that needs more fails as a device allocation failure does: the engine
-  /// reruns its sequences one by one and fails only those that still do not
-  /// fit, with the reason (CL_MEM_OBJECT_ALLOCATION_FAILURE).
+  /// that needs more fails as a device allocation failure does: execute()
+  /// throws izwi::device_memory_exhausted (CL_MEM_OBJECT_ALLOCATION_FAILURE),
+  /// the engine preempts the step's newest sequences until the rest fit, and
+  /// fails only a sequence that does not fit even alone, with that reason.
   std::size_t max_scratch_bytes = 0;
 };
 

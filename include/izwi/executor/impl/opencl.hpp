@@ -14,6 +14,21 @@ OpenClExecutor<Model>::OpenClExecutor(Model model, std::shared_ptr<opencl::Conte
                        : throw invalid_argument("context", "OpenClExecutor needs an OpenCL context")),
       ops_(std::make_unique<opencl::OpenClOps>(context_, config.max_scratch_bytes)) {}
 
+namespace detail {
+/// Rethrows the exception being handled; a device allocation that failed
+/// (CL_MEM_OBJECT_ALLOCATION_FAILURE, the scratch cap included) as
+/// izwi::device_memory_exhausted, with the same message: the engine then
+/// preempts sequences instead of failing them.
+[[noreturn]] inline void rethrow_step_failure() {
+  try {
+    throw;
+  } catch (const opencl::opencl_error& e) {
+    if (e.status() == CL_MEM_OBJECT_ALLOCATION_FAILURE) throw device_memory_exhausted(e.what());
+    throw;
+  }
+}
+}  // namespace detail
+
 template <class Model>
   requires ModelFamilyFor<Model, opencl::OpenClOps>
 template <KVCachePolicy K>
@@ -48,7 +63,7 @@ void OpenClExecutor<Model>::execute(const StepPlan& plan, K& kv, StepResult& res
       clFinish(context_->queue());
       svm_kv_->hand_to_host(svm_kv_base_);
     }
-    throw;
+    detail::rethrow_step_failure();
   }
   ops_->end_step();
   if (svm_kv_) svm_kv_->hand_to_host(svm_kv_base_);
