@@ -229,7 +229,7 @@ TEST_CASE("the engine properties hold on the OpenCL executor", "[opencl][qwen3][
   // the f32 tolerance of the CPU comparison above.
   SECTION("KV-cached decoding equals a full recompute") { props::cached_decoding_equals_recompute(make, logits_tolerance); }
   SECTION("chunked prefill equals unchunked") { props::chunked_prefill_equals_unchunked(make, logits_tolerance); }
-  SECTION("mixed greedy and seeded requests batched equal each alone") { props::batched_equals_alone(make); }
+  SECTION("mixed greedy and seeded requests batched equal each alone") { props::batched_equals_alone(make, 6); }
   SECTION("a preempted-and-resumed request equals an undisturbed one") { props::preempted_equals_undisturbed(make); }
 }
 
