@@ -149,9 +149,10 @@ template <class MakeEngine>
 void preempted_equals_undisturbed(MakeEngine make) {
   std::vector<Request> requests;
   for (std::uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(prompt_of(20 + i, 30 + i), 24));
+  // Undisturbed: batched in a roomy cache (batched = alone is its own property).
   auto roomy = make(SchedulerConfig{}, false);
-  std::vector<std::vector<TokenId>> expected;
-  for (const Request& r : requests) expected.push_back(roomy.generate(r).token_ids);
+  const auto expected = run_all(roomy, requests);
+  CHECK(roomy.metrics().num_preemptions == 0);
   auto tight = make(SchedulerConfig{}, true);
   const auto got = run_all(tight, requests);
   CHECK(tight.metrics().num_preemptions > 0);
