@@ -19,13 +19,15 @@
 # --eot-scale -1.5 (seed 1), as the server's end-to-end suites use: greedy
 # windows end after a few to ~150 tokens, as speech does, instead of running
 # to the 224-token limit. The table prints the text tokens each side decoded
-# for the whole file (verbose_json's segment tokens; whisper-cli's -ojf
-# tokens), and how many leading ids the sequential decodes share with
-# whisper-cli's: the two compute each window's log-mel differently (izwi from
-# the window's own samples, whisper.cpp sliced from the whole file's), so
-# their ids may part at a window edge; a count that differs by more than 10%
-# is marked UNEQUAL WORK. The VAD path decodes other windows (speech regions)
-# and skips the pauses, so its token count differs by design.
+# for the whole file: izwi's verbose_json segment tokens, whisper-cli's
+# single-token decoder runs (with -nf each window's prompt pass gives its
+# first token and one run each the rest and <|endoftext|>: one run per text
+# token; its -ojf token list is no count, it merges the byte tokens of a
+# character into one entry). The two compute each window's log-mel
+# differently (izwi from the window's own samples, whisper.cpp sliced from
+# the whole file's), so their texts may part at a window edge; counts more
+# than 10% apart are marked UNEQUAL WORK. The VAD path decodes other windows
+# (speech regions) and skips the pauses, so its count differs by design.
 #
 # The audio, written once into the build directory: jfk.wav (11 s), 1.5 s of
 # digital silence, silero_test.wav (60 s, speech with its own pauses), 2.5 s
@@ -99,15 +101,15 @@ izwi_once() {
   end=$(date +%s.%N)
   echo "$end - $start" | bc
 }
-# Seconds whisper-cli spends on the file (its total time less the model load),
-# its answer in $2.json.
+# Seconds whisper-cli spends on the file (its total time less the model load);
+# its timings in $2.log.
 wcpp_once() {
   local n=$1 prefix=$2
-  "$wcpp/whisper-cli" -m "$model" -f "$audio" -l en -t "$n" -nfa -nt -nf --suppress-nst -bs 1 -bo 1 -ojf -of "$prefix" \
-    >/dev/null 2>"$prefix.log"
+  "$wcpp/whisper-cli" -m "$model" -f "$audio" -l en -t "$n" -nfa -nt -nf --suppress-nst -bs 1 -bo 1 \
+    >"$prefix.txt" 2>"$prefix.log"
   python3 - "$prefix.log" <<'PY'
 import re, sys
-t = open(sys.argv[1]).read()
+t = open(sys.argv[1], errors="replace").read()
 ms = lambda what: float(re.search(what + r" time =\s*([\d.]+) ms", t).group(1))
 print((ms("total") - ms("load")) / 1000)
 PY
@@ -134,35 +136,31 @@ for n in $threads; do
 done
 
 python3 - "$out" "$threads" "$rounds" "$audio_s" <<'PY'
-import json, pathlib, statistics, sys
+import json, pathlib, re, statistics, sys
 out, threads, rounds, audio_s = pathlib.Path(sys.argv[1]), sys.argv[2].split(), int(sys.argv[3]), float(sys.argv[4])
 EOT = 50257  # multilingual <|endoftext|>: text tokens are below it
 def izwi_tokens(path):
     answer = json.loads(path.read_text())
     return [t for s in answer["segments"] for t in s.get("tokens", []) if t < EOT], len(answer["segments"])
-def wcpp_tokens(path):
-    answer = json.loads(path.read_text())
-    return [t["id"] for s in answer["transcription"] for t in s.get("tokens", []) if t["id"] < EOT]
-def shared_prefix(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]: n += 1
-    return n
+def wcpp_tokens(path):  # its single-token decoder runs: one per text token (see the top)
+    t = path.read_text(errors="replace")
+    return int(re.search(r"decode time =\s*[\d.]+ ms /\s*(\d+) runs", t).group(1))
 secs = lambda p: float(p.read_text())
 print("\n| threads | whisper-cli s | RTF | izwi sequential s | RTF | izwi VAD s | RTF | whisper-cli / izwi seq | whisper-cli / izwi VAD "
-      "| text tokens whisper-cli / seq / VAD | seq ids = whisper-cli's for | note |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| text tokens whisper-cli / seq / VAD | note |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 m = statistics.median
 for n in threads:
     w = [secs(out / f"wcpp-{n}-r{r}.s") for r in range(1, rounds + 1)]
     s = [secs(out / f"seq-{n}-r{r}.s") for r in range(1, rounds + 1)]
     v = [secs(out / f"vad-{n}-r{r}.s") for r in range(1, rounds + 1)]
-    tw = wcpp_tokens(out / f"wcpp-{n}-r{rounds}.json")
+    tw = wcpp_tokens(out / f"wcpp-{n}-r{rounds}.log")
     ts, _ = izwi_tokens(out / f"seq-{n}-r{rounds}.json")
     tv, regions = izwi_tokens(out / f"vad-{n}-r{rounds}.json")
     loaded = [r for r in range(1, rounds + 1) if (out / f"loaded-{n}-r{r}.txt").exists()]
     note = f"median of {rounds}; VAD: {regions} segments"
-    if abs(len(ts) - len(tw)) > 0.1 * max(len(tw), 1): note += "; UNEQUAL WORK"
+    if abs(len(ts) - tw) > 0.1 * max(tw, 1): note += "; UNEQUAL WORK"
     if loaded: note += f"; LOADED rounds {loaded}: not evidence"
     print(f"| {n} | {m(w):.2f} | {m(w)/audio_s:.4f} | {m(s):.2f} | {m(s)/audio_s:.4f} | {m(v):.2f} | {m(v)/audio_s:.4f} "
-          f"| {m(w)/m(s):.2f} | {m(w)/m(v):.2f} | {len(tw)} / {len(ts)} / {len(tv)} | {shared_prefix(ts, tw)} of {len(tw)} | {note} |")
+          f"| {m(w)/m(s):.2f} | {m(w)/m(v):.2f} | {tw} / {len(ts)} / {len(tv)} | {note} |")
 PY
