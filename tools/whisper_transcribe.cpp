@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <string>
 
@@ -29,6 +30,14 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// CPU seconds of the whole process (all threads): with --threads 1 the
+/// decoder's own work, much less sensitive to other programs than wall time.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 }  // namespace
@@ -85,10 +94,12 @@ int main(int argc, char** argv) try {
   options.translate = translate;
   options.timestamps = timestamps;
   start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
   const izwi::WhisperGreedyResult result = izwi::whisper_greedy_decode(runner, options);
-  const double decode_seconds = seconds_since(start);
+  const double decode_seconds = seconds_since(start), decode_cpu = process_cpu_seconds() - cpu_start;
   std::cerr << "decoder: " << result.tokens.size() << " tokens in " << decode_seconds << " s ("
-            << static_cast<double>(result.tokens.size()) / decode_seconds << " tokens/s)\n";
+            << static_cast<double>(result.tokens.size()) / decode_seconds << " tokens/s); CPU " << decode_cpu
+            << " s (" << 1e3 * decode_cpu / static_cast<double>(result.tokens.size()) << " ms per token)\n";
   std::cout << "tokens:";
   for (auto t : result.tokens) std::cout << ' ' << t;
   std::cout << "\ntext: " << result.text << "\n";

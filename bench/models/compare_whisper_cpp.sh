@@ -10,7 +10,11 @@
 # @fugood/whisper.node 1.1.3 ships (test/reference/whisper_cpp_build.sh);
 # izwi is built exactly as the README builds it (Release, no -march: its
 # kernels pick the instruction set at run time). Both run the same file, with
-# flash attention off on the peer (as the goldens; izwi has none yet).
+# flash attention off on the peer (as the goldens; izwi has none yet), and one
+# greedy decode each: whisper-cli gets -nf (no temperature fallback; without
+# it the random weights' text fails its thresholds and it decodes the window
+# five more times at higher temperatures, which changes nothing per token but
+# takes minutes on a loaded machine).
 #
 # Honest pairs (bench/quiet_machine.sh): the 1-minute load average must be
 # below MAX_LOAD before each pair; the programs alternate, ROUNDS times; the
@@ -19,8 +23,8 @@
 #   bench/models/compare_whisper_cpp.sh                     # tiny base small, 1 and 2 threads, 3 rounds
 #   SHAPES="tiny" THREADS="2" ROUNDS=5 bench/models/compare_whisper_cpp.sh
 #
-# Not measured here, still to build (issue 12): RTF of a 10-minute file,
-# 8 concurrent transcriptions through izwi-server against whisper-server.
+# The 10-minute file's real-time factor: bench/server/compare_whisper_long.sh;
+# concurrent transcriptions: bench/server/compare_whisper_server.sh.
 # A benchmark, never run by CI.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -56,7 +60,7 @@ for shape in $shapes; do
       [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-$shape-$n-r$r.txt"
       izwi() { "$build/tools/izwi-whisper-transcribe" --model "$model/ggml-model-f16.bin" --file "$audio" \
                  --language en --threads "$n" --kv f16 >/dev/null 2>"$out/izwi-$shape-$n-r$r.txt"; }
-      whisper() { "$peer" -m "$model/ggml-model-f16.bin" -f "$audio" -l en -t "$n" -nfa -nt --suppress-nst -bs 1 -bo 1 \
+      whisper() { "$peer" -m "$model/ggml-model-f16.bin" -f "$audio" -l en -t "$n" -nfa -nt -nf --suppress-nst -bs 1 -bo 1 \
                     >/dev/null 2>"$out/wcpp-$shape-$n-r$r.txt"; }
       if ((r % 2)); then izwi; whisper; else whisper; izwi; fi
     done

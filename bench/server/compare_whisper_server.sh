@@ -14,11 +14,17 @@
 # timestamps (no_timestamps=true on both: with timestamps whisper.cpp does
 # not force the first token to be one, as openai-whisper and izwi do, so on
 # random weights the two would decode different texts). izwi's greedy ids
-# equal whisper.cpp's on the same weights (test/reference goldens), so the
-# two should decode the same tokens:
-# the table prints each side's text tokens per request (verbose_json segment
-# tokens below <|endoftext|>) and whether the ids are identical, and marks
-# a pair UNEQUAL WORK when the token counts differ by more than 5%. izwi is
+# equal whisper.cpp's on the same weights (test/reference goldens, through
+# WhisperRunner, without the non-speech suppression) over 224 tokens. Here,
+# with --suppress-nst on the peer and openai-whisper's list on izwi, the
+# first (loaded) run shared 95 of 220 ids, then ' Sheikh' (izwi) against
+# ' Napole' (whisper-server); izwi-server's ids equalled
+# izwi-whisper-transcribe's (WhisperRunner) over all 224, so the engine is
+# not the cause; a near-tie in rounding is the likely one, not established.
+# The table prints each side's text tokens per request (verbose_json segment
+# tokens below <|endoftext|>) and how many leading ids the two share (the
+# fewest over the requests), and marks a pair UNEQUAL WORK when the token
+# counts differ by more than 5%. izwi is
 # built as the README builds it; izwi-server gets --max-num-batched-tokens
 # 8192 so that several windows are encoded per step (its default of 2048
 # admits one). whisper-server serves one request at a time (one global
@@ -76,7 +82,8 @@ run_clients() {
 }
 run_izwi() { run_clients izwi "$1"; }
 run_peer() { run_clients peer "$1"; }
-# "<text tokens per request, mean> <texts of both sides identical: yes/no>" for the last round of n.
+# "<text tokens per request, mean> <leading ids both sides share, fewest over the requests>/<shorter length>"
+# for the last round of n.
 work_of() {
   python3 - "$out" "$1" "$2" <<'PY'
 import json, pathlib, sys
@@ -85,14 +92,18 @@ def text_tokens(answer):
     return [t for s in answer["segments"] for t in s.get("tokens", []) if t < 50256]
 mine = [text_tokens(json.loads((out / f"{side}-{i}.json").read_text())) for i in range(n)]
 theirs = [text_tokens(json.loads((out / f"{'peer' if side == 'izwi' else 'izwi'}-{i}.json").read_text())) for i in range(n)]
-# The same decode: identical ids over the shorter answer (the two stop a few
-# tokens apart at the 224-token limit, which counts the prompt differently).
-same = all(a[:min(len(a), len(b))] == b[:min(len(a), len(b))] and min(len(a), len(b)) > 0 for a, b in zip(mine, theirs))
-print(f"{sum(map(len, mine)) / n:.1f} {'yes' if same else 'no'}")
+# How far the decodes agree: leading ids in common (the two stop a few tokens
+# apart at the 224-token limit, which counts the prompt differently).
+def shared(a, b):
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]: k += 1
+    return k
+worst = min(zip(mine, theirs), key=lambda p: shared(*p))
+print(f"{sum(map(len, mine)) / n:.1f} {shared(*worst)}/{min(map(len, worst))}")
 PY
 }
 run_izwi 1 >/dev/null; run_peer 1 >/dev/null  # warm both
-echo "| shape | clients | izwi-server wall s | audio s / s | whisper-server wall s | audio s / s | izwi / whisper-server | text tokens per request izwi / whisper-server | same ids | note |"
+echo "| shape | clients | izwi-server wall s | audio s / s | whisper-server wall s | audio s / s | izwi / whisper-server | text tokens per request izwi / whisper-server | leading ids shared | note |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $concurrency; do
   wait_for_quiet_machine "$n clients"

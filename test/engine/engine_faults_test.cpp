@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,69 @@ TEST_CASE("a thrown step is counted and the engine keeps serving", "[engine][fau
   CHECK(ok.finish_reason == FinishReason::length);
   CHECK(ok.token_ids == toy_reference(good.prompt_tokens, good.sampling, engine.executor().config()));
   CHECK(engine.metrics_text().find("izwi:engine_faults_total") != std::string::npos);
+}
+
+TEST_CASE("a device out of memory preempts the newest sequences, which then give the undisturbed tokens",
+          "[engine][faults][preemption]") {
+  EngineConfig config;
+  config.log_errors = false;
+  SchedulerConfig scheduler;
+  scheduler.max_num_batched_tokens = 256;  // the scheduler plans more than the device holds
+  ToyModelConfig tight = faulty_model();
+  tight.device_memory_step_tokens = 48;
+  // Greedy and seeded requests; the odd ones share a 24-token prefix (six
+  // full blocks) with the request before them, admitted in the same step, so
+  // a later request reads prefix blocks an earlier one writes in that pass.
+  std::vector<Request> requests;
+  std::vector<TokenId> shared;
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    std::vector<TokenId> prompt = make_prompt(4 + 2 * i, i);  // 28 to 42 tokens: each fits alone
+    if (i % 2 == 0) shared = make_prompt(24, 60 + i);
+    prompt.insert(prompt.begin(), shared.begin(), shared.end());
+    requests.push_back(make_request(prompt, 10 + i, 100 + i, i % 3 ? 1.0f : 0.0f));
+  }
+  // 76 tokens sharing 24 with request 0: even after that prefix hit, 52 to
+  // compute in one step, more than the device holds.
+  std::vector<TokenId> too_big = requests[0].prompt_tokens;
+  too_big.resize(24);
+  for (TokenId t : make_prompt(52, 99)) too_big.push_back(t);
+
+  auto roomy = make_toy_engine(256, scheduler, faulty_model(), config);
+  std::vector<std::vector<TokenId>> expected;
+  for (const Request& r : requests) expected.push_back(roomy.generate(r).token_ids);
+
+  auto engine = make_toy_engine(256, scheduler, tight, config);
+  std::vector<RequestId> ids;
+  for (const Request& r : requests) ids.push_back(engine.add_request(r));
+  const RequestId too_big_id = engine.add_request(make_request(too_big, 4));
+  std::map<RequestId, Finished> got;
+  while (engine.has_unfinished_requests())
+    for (const StreamChunk& chunk : engine.step()) {
+      Finished& f = got[chunk.id];
+      f.tokens.insert(f.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      if (chunk.finished()) {
+        f.reason = chunk.finish_reason;
+        f.error = chunk.error;
+      }
+    }
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    CHECK(got[ids[i]].reason == FinishReason::length);
+    CHECK(got[ids[i]].tokens == expected[i]);
+  }
+  CHECK(got[too_big_id].reason == FinishReason::error);
+  CHECK_THAT(got[too_big_id].error, Catch::Contains("does not fit the device"));
+  // The failed request's blocks were registered but never written: a request
+  // with its first 40 tokens must compute them, not hit them.
+  const std::vector<TokenId> after(too_big.begin(), too_big.begin() + 40);
+  CHECK(engine.generate(make_request(after, 6)).token_ids == roomy.generate(make_request(after, 6)).token_ids);
+  CHECK(engine.metrics().num_preemptions > 0);
+  CHECK(engine.metrics().num_request_errors == 1);
+  CHECK(engine.executor().num_faults_thrown() > 0);
+  CHECK(engine.executor().corrupt_reads() == 0);  // no block planned but never written was reused
+  CHECK(engine.executor().max_step_tokens() <= 48);
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  CHECK(engine.kv_cache().check_invariants().empty());
 }
 
 TEST_CASE("prompt token ids outside the vocabulary are refused at the edge", "[engine][faults]") {

@@ -56,6 +56,9 @@ struct ToyModelConfig {
   std::optional<TokenId> detokenizer_throw_token;
   /// Reported as vocab_size() (the engine then refuses prompt ids past it).
   bool report_vocab_size = false;
+  /// A step of more tokens throws izwi::device_memory_exhausted before any
+  /// K/V write, as a GPU executor does when its scratch allocation fails; 0: never.
+  std::size_t device_memory_step_tokens = 0;
 };
 
 /// The model's next-token rule on a context: hash of the tokens; when the
@@ -132,6 +135,11 @@ class ToyExecutor {
   template <KVCachePolicy K>
   void execute(const StepPlan& plan, K& kv, StepResult& result) {
     ++num_steps_;
+    if (config_.device_memory_step_tokens != 0 && plan.num_scheduled_tokens > config_.device_memory_step_tokens) {
+      ++num_faults_thrown_;
+      throw device_memory_exhausted("toy model: a step of " + std::to_string(plan.num_scheduled_tokens) +
+                                    " tokens does not fit the device");
+    }
     max_step_tokens_ = std::max(max_step_tokens_, plan.num_scheduled_tokens);
     const std::size_t row = kv.shape().row_elements();
     // Every K/V write of the step happens before any read, as a real model

@@ -136,6 +136,7 @@ TEST_CASE("paged_attention: mixed decode and prefill chunks, visible windows, GQ
       check_attention(kernels, dtype, 4, 2, 20, 16);
     }
     check_attention(kernels, DType::f16, 3, 3, 24, 1);  // no grouping, one-token blocks
+    check_attention(kernels, DType::bf16, 2, 1, 144, 16);  // value sums in 8 + 1 vectors (AVX-512), 8 + 8 + 2 (AVX2)
   });
 }
 

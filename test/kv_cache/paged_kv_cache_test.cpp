@@ -368,6 +368,29 @@ TEST_CASE("lazy eviction: a freed cached block is revived by a hit and loses its
   REQUIRE(kv.check_invariants().empty());
 }
 
+TEST_CASE("free_unwritten drops the keys of the blocks past the written tokens only", "[kv_cache][prefix]") {
+  Cache kv(small_shape, blocks(8));
+  auto a = make_sequence(1, token_run(13));  // 4 blocks, 3 full, all registered at allocation
+  admit(kv, a);
+  const auto ta = table(kv, 1);
+  // Its step did not run past token 5: block 0 holds K/V, blocks 1 and 2 do not.
+  kv.free_unwritten(1, 5);
+  CHECK(kv.stats().num_free_blocks == 8);
+  CHECK(kv.stats().num_cached_blocks == 1);
+  CHECK(kv.check_invariants().empty());
+  auto b = make_sequence(2, token_run(13));
+  CHECK(admit(kv, b).num_tokens == 4);  // only the written block; plain free() would offer 12
+  CHECK(table(kv, 2)[0] == ta[0]);
+  kv.free(2);
+  // Written to a block boundary: every full block up to it keeps its key.
+  auto c = make_sequence(3, token_run(13, 700));
+  admit(kv, c);
+  kv.free_unwritten(3, 8);
+  auto d = make_sequence(4, token_run(13, 700));
+  CHECK(kv.find_cached_prefix(d.view()).num_tokens == 8);
+  CHECK(kv.check_invariants().empty());
+}
+
 TEST_CASE("a stale hit (its blocks reused since the lookup) is refused", "[kv_cache][prefix]") {
   Cache kv(small_shape, blocks(3));
   auto a = make_sequence(1, token_run(9));

@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -367,4 +369,63 @@ TEST_CASE("UnifiedKVCache gives pages of evicted and free blocks back to the sys
     CHECK(kv.released_bytes() == released);  // already released: not again
     CHECK(kv.check_invariants().empty());
   }
+}
+
+namespace {
+/// Host memory that starts dirty (0xA5) and counts what it is asked to do,
+/// as a GPU runtime's shared memory would (kv_cache/unified_memory.hpp).
+class CountingMemory final : public izwi::UnifiedMemoryResource {
+ public:
+  std::byte* allocate(std::size_t bytes) override {
+    std::byte* p = host_.allocate(bytes);
+    std::memset(p, 0xA5, bytes);
+    ++allocations;
+    return p;
+  }
+  void deallocate(std::byte* memory, std::size_t bytes) noexcept override {
+    host_.deallocate(memory, bytes);
+    ++deallocations;
+  }
+  std::size_t release(std::byte* begin, std::size_t length) noexcept override {
+    const std::size_t released = host_.release(begin, length);
+    released_bytes += released;
+    return released;
+  }
+  std::string description() const override { return "counting host memory"; }
+  int allocations = 0, deallocations = 0;
+  std::size_t released_bytes = 0;
+
+ private:
+  izwi::HostMappedMemory host_;
+};
+}  // namespace
+
+TEST_CASE("UnifiedKVCache on another memory resource zeroes its null block and releases pages through it",
+          "[kv_cache][unified][pressure]") {
+  auto memory = std::make_shared<CountingMemory>();
+  {
+    ManualMemoryPressureSource pressure;
+    // Blocks of 16 tokens x 256 floats: 16 KiB per array, so whole pages.
+    const izwi::KVCacheShape shape{1, 4, 64, izwi::DType::f32};
+    UnifiedKVCacheConfig config = test_config(8);
+    config.memory = memory;
+    izwi::UnifiedKVCache<ManualMemoryPressureSource, 16> kv(shape, config, pressure);
+    CHECK(kv.memory_resource() == memory);
+    CHECK(memory->allocations == 1);
+    const izwi::KVLayerView layer = kv.layer(0);
+    const std::size_t block_bytes = 16 * 4 * 64 * sizeof(float);
+    CHECK(std::all_of(layer.keys, layer.keys + block_bytes, [](std::byte b) { return b == std::byte{0}; }));
+    CHECK(std::all_of(layer.values, layer.values + block_bytes, [](std::byte b) { return b == std::byte{0}; }));
+    CHECK(layer.keys[block_bytes] == std::byte{0xA5});  // the rest is left as the resource gave it
+
+    auto done = make_sequence(1, token_run(40));
+    REQUIRE(kv.allocate_slots(done.view(), 0, 40, {}));
+    kv.free(1);  // two full blocks stay cached
+    pressure.set(0.10);
+    kv.admission_advice();
+    CHECK(kv.stats().evictions == 2);
+    CHECK(memory->released_bytes == kv.released_bytes());
+    CHECK(memory->released_bytes >= 2 * 2 * block_bytes);  // K and V of both evicted blocks
+  }
+  CHECK(memory->deallocations == 1);
 }

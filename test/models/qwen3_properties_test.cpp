@@ -23,9 +23,11 @@
 #include "izwi/stock_engines.hpp"
 #include "izwi/core/detail/utf8.hpp"
 #include "izwi/tokenizer/detokenizer.hpp"
+#include "models/qwen3_engine_properties.hpp"
 #include "models/random_qwen3.hpp"
 
 using namespace izwi;
+using namespace izwi::testing::qwen3_properties;
 
 namespace {
 
@@ -49,145 +51,37 @@ Qwen3Engine make_engine(SchedulerConfig scheduling = {}, std::size_t kv_bytes = 
   return Qwen3Engine(FcfsScheduler(scheduling), std::move(kv), std::move(executor));
 }
 
-Request greedy(std::vector<TokenId> prompt, std::uint32_t max_tokens) {
-  Request r;
-  r.prompt_tokens = std::move(prompt);
-  r.sampling.temperature = 0.0f;
-  r.sampling.max_tokens = max_tokens;
-  r.sampling.ignore_eos = true;
-  return r;
-}
-
-std::vector<TokenId> prompt_of(std::size_t length, std::uint32_t salt) {
-  std::vector<TokenId> p(length);
-  for (std::size_t i = 0; i < length; ++i) p[i] = static_cast<TokenId>((salt * 104729u + i * 7919u) % 151000u);
-  return p;
-}
-
-/// max |a - b| relative to max |b|.
-double relative_difference(std::span<const float> a, std::span<const float> b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 /// f32 everywhere; only summation order differs between the paths compared
 /// (GEMV vs GEMM rows, chunk boundaries): 1e-5 of the logits' range.
 constexpr double tolerance = 1e-5;
+
+/// The shared properties' engine factory: a 32 MiB cache, or 8 blocks' worth when tight.
+Qwen3Engine make_property_engine(SchedulerConfig scheduling, bool tight) {
+  if (!tight) return make_engine(scheduling);
+  const std::size_t block_bytes = 16 * make_engine().kv_cache().shape().bytes_per_token();
+  return make_engine(scheduling, block_bytes * 8);
+}
 
 }  // namespace
 
 TEST_CASE("KV-cached decoding equals a full recompute", "[qwen3][properties]") {
   if (!testing::have_qwen3_tokenizer()) return;
-  auto engine = make_engine();
-  const std::vector<TokenId> prompt = prompt_of(9, 1);
-  // Decode step by step, keeping each step's logits.
-  std::vector<std::vector<float>> decoded_logits;
-  std::vector<TokenId> output;
-  engine.add_request(greedy(prompt, 12));
-  while (engine.has_unfinished_requests()) {
-    for (const StreamChunk& c : engine.step()) output.insert(output.end(), c.token_ids.begin(), c.token_ids.end());
-    const auto logits = engine.executor().last_logits();
-    if (!logits.empty()) decoded_logits.emplace_back(logits.begin(), logits.end());
-  }
-  REQUIRE(output.size() == 12u);
-  REQUIRE(decoded_logits.size() == 12u);
-  // Recompute the same positions from scratch, with prefix caching out of the
-  // way (a different salt each time), and compare.
-  for (std::size_t k = 0; k < output.size(); k += 3) {
-    std::vector<TokenId> context = prompt;
-    context.insert(context.end(), output.begin(), output.begin() + static_cast<std::ptrdiff_t>(k));
-    Request full = greedy(context, 1);
-    full.cache_salt = "recompute-" + std::to_string(k);
-    const RequestOutput out = engine.generate(full);
-    INFO("position " << k);
-    CHECK(out.token_ids.front() == output[k]);
-    CHECK(relative_difference(engine.executor().last_logits(), decoded_logits[k]) <= tolerance);
-  }
-  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+  cached_decoding_equals_recompute(make_property_engine, tolerance);
 }
 
 TEST_CASE("chunked prefill equals unchunked", "[qwen3][properties]") {
   if (!testing::have_qwen3_tokenizer()) return;
-  const Request r = greedy(prompt_of(45, 2), 8);
-  auto whole = make_engine();
-  const RequestOutput expected = whole.generate(r);
-  const std::vector<float> expected_logits(whole.executor().last_logits().begin(),
-                                           whole.executor().last_logits().end());
-  SchedulerConfig small;
-  small.max_num_batched_tokens = 7;  // the prompt goes in chunks of 7, none on a block boundary
-  auto chunked = make_engine(small);
-  const RequestOutput out = chunked.generate(r);
-  CHECK(out.token_ids == expected.token_ids);
-  CHECK(relative_difference(chunked.executor().last_logits(), expected_logits) <= tolerance);
+  chunked_prefill_equals_unchunked(make_property_engine, tolerance);
 }
 
 TEST_CASE("eight mixed requests batched together equal each run alone", "[qwen3][properties]") {
   if (!testing::have_qwen3_tokenizer()) return;
-  std::vector<Request> requests;
-  for (std::uint32_t i = 0; i < 8; ++i) {
-    Request r = greedy(prompt_of(3 + i * 6, 10 + i), 6 + i);
-    if (i % 2) {  // seeded sampling: the request's own generator, whatever the batch
-      r.sampling.temperature = 0.8f;
-      r.sampling.top_k = 40;
-      r.sampling.seed = 1000 + i;
-    }
-    requests.push_back(std::move(r));
-  }
-  auto alone = make_engine();
-  std::vector<std::vector<TokenId>> expected;
-  for (const Request& r : requests) {
-    Request unshared = r;
-    unshared.cache_salt = "alone";
-    expected.push_back(alone.generate(unshared).token_ids);
-  }
-  auto batched = make_engine();
-  std::map<RequestId, std::size_t> index;
-  for (std::size_t i = 0; i < requests.size(); ++i) index[batched.add_request(requests[i])] = i;
-  std::vector<std::vector<TokenId>> got(requests.size());
-  std::size_t max_batch = 0;
-  while (batched.has_unfinished_requests()) {
-    for (const StreamChunk& c : batched.step()) {
-      auto& tokens = got[index.at(c.id)];
-      tokens.insert(tokens.end(), c.token_ids.begin(), c.token_ids.end());
-    }
-    max_batch = std::max(max_batch, batched.scheduler().last_plan().sequences.size());
-  }
-  CHECK(max_batch == requests.size());  // they really shared steps
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    INFO("request " << i);
-    CHECK(got[i] == expected[i]);
-  }
-  CHECK(batched.kv_cache().stats().num_used_blocks == 0);
+  batched_equals_alone(make_property_engine);
 }
 
 TEST_CASE("a preempted-and-resumed request equals an undisturbed one", "[qwen3][properties]") {
   if (!testing::have_qwen3_tokenizer()) return;
-  std::vector<Request> requests;
-  for (std::uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(prompt_of(20 + i, 30 + i), 24));
-  auto roomy = make_engine();
-  std::vector<std::vector<TokenId>> expected;
-  for (const Request& r : requests) expected.push_back(roomy.generate(r).token_ids);
-
-  // Room for about 2.5 of the four sequences at their full length.
-  const std::size_t block_bytes = 16 * roomy.kv_cache().shape().bytes_per_token();
-  auto tight = make_engine({}, block_bytes * 8);
-  std::map<RequestId, std::size_t> index;
-  for (std::size_t i = 0; i < requests.size(); ++i) index[tight.add_request(requests[i])] = i;
-  std::vector<std::vector<TokenId>> got(requests.size());
-  while (tight.has_unfinished_requests())
-    for (const StreamChunk& c : tight.step()) {
-      auto& tokens = got[index.at(c.id)];
-      tokens.insert(tokens.end(), c.token_ids.begin(), c.token_ids.end());
-    }
-  CHECK(tight.metrics().num_preemptions > 0);
-  for (std::size_t i = 0; i < requests.size(); ++i) CHECK(got[i] == expected[i]);
-  CHECK(tight.kv_cache().stats().num_used_blocks == 0);
-  CHECK(tight.kv_cache().check_invariants().empty());
+  preempted_equals_undisturbed(make_property_engine);
 }
 
 TEST_CASE("the GGUF and the safetensors of one checkpoint give the same logits", "[qwen3][io]") {

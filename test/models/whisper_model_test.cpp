@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -177,6 +178,53 @@ TEST_CASE("Whisper: decoding rules keep the output well formed", "[whisper][mode
   REQUIRE_FALSE(plain.tokens.empty());
   CHECK(plain.tokens.front() != *m.tokenizer()->token_to_id(" "));
   for (TokenId t : plain.tokens) CHECK(t < s.eot);
+}
+
+TEST_CASE("Whisper: the timestamp rule is openai-whisper's log-probability comparison", "[whisper][models]") {
+  // ApplyTimestampRules forces a timestamp when logsumexp(log-probabilities of
+  // the timestamps) > the best text token's log-probability. Checked here
+  // against that formula written out over the whole vocabulary in double
+  // (log-softmax first), on random logits placed within +-delta of the
+  // boundary, so both outcomes occur and near-ties are exercised.
+  const auto s = tokenizer::WhisperSpecialTokens::for_vocab_size(51865);
+  const auto begin = static_cast<std::size_t>(s.timestamp_begin), eot = static_cast<std::size_t>(s.eot);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal;
+  const TokenId generated[] = {220, 1000};  // text only: no other timestamp rule applies
+  int forced = 0, kept = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(51865);
+    for (float& l : logits) l = 3 * normal(rng);
+    // Shift the timestamps so that their logsumexp sits delta above the best text logit.
+    const double delta = (trial % 2 ? 1 : -1) * std::pow(10.0, -(trial % 7));
+    double mass = 0;
+    float best_text = -INFINITY;
+    for (std::size_t i = 0; i < eot; ++i) best_text = std::max(best_text, logits[i]);
+    for (std::size_t i = begin; i < logits.size(); ++i) mass += std::exp(static_cast<double>(logits[i]));
+    const auto shift = static_cast<float>(best_text + delta - std::log(mass));
+    for (std::size_t i = begin; i < logits.size(); ++i) logits[i] += shift;
+    if (trial % 5 == 0) logits[eot] = best_text + 1;  // <|endoftext|> counts as text
+
+    std::vector<float> expected = logits;
+    for (std::size_t id = eot + 1; id < begin; ++id) expected[id] = -INFINITY;
+    double top = -INFINITY, total = 0, ts_total = 0, text_best = -INFINITY;
+    for (float l : expected) top = std::max(top, static_cast<double>(l));
+    for (float l : expected) total += std::exp(l - top);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const double logprob = expected[i] - top - std::log(total);
+      if (i >= begin) ts_total += std::exp(logprob);
+      else text_best = std::max(text_best, logprob);
+    }
+    const bool force = std::log(ts_total) > text_best;
+    if (force) std::fill(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(begin), -INFINITY);
+    (force ? forced : kept) += 1;
+
+    detail::whisper::apply_decoding_rules(logits, generated, s, std::nullopt, true, true);
+    INFO("trial " << trial << ", delta " << delta);
+    REQUIRE(logits == expected);
+  }
+  CHECK(forced > 50);
+  CHECK(kept > 50);
 }
 
 TEST_CASE("Whisper: matches whisper.cpp on the same weights", "[whisper][models][reference]") {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,16 @@
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "models/qwen3_engine_properties.hpp"
 #include "models/random_qwen3.hpp"
 #include "opencl/opencl_test_util.hpp"
 
 using namespace izwi;
 using izwi::testing::opencl_context;
 using izwi::testing::relative_error;
+using izwi::testing::qwen3_properties::greedy;
+using izwi::testing::qwen3_properties::prompt_of;
+using izwi::testing::qwen3_properties::run_all;
 
 namespace {
 
@@ -66,35 +71,6 @@ OpenClQwen3Engine make_opencl_engine(const std::shared_ptr<opencl::Context>& ctx
   kv_config.num_blocks = blocks;
   DeviceKVCache<> kv(ctx, executor.kv_cache_shape(), kv_config);
   return OpenClQwen3Engine(FcfsScheduler(scheduling), std::move(kv), std::move(executor));
-}
-
-Request greedy(std::vector<TokenId> prompt, std::uint32_t max_tokens) {
-  Request r;
-  r.prompt_tokens = std::move(prompt);
-  r.sampling.temperature = 0.0f;
-  r.sampling.max_tokens = max_tokens;
-  r.sampling.ignore_eos = true;
-  return r;
-}
-
-std::vector<TokenId> prompt_of(std::size_t length, std::uint32_t salt) {
-  std::vector<TokenId> p(length);
-  for (std::size_t i = 0; i < length; ++i) p[i] = static_cast<TokenId>((salt * 104729u + i * 7919u) % 151000u);
-  return p;
-}
-
-/// Runs `engine` to the end, collecting each request's tokens by its index.
-template <class E>
-std::vector<std::vector<TokenId>> run_all(E& engine, const std::vector<Request>& requests) {
-  std::map<RequestId, std::size_t> index;
-  for (std::size_t i = 0; i < requests.size(); ++i) index[engine.add_request(requests[i])] = i;
-  std::vector<std::vector<TokenId>> got(requests.size());
-  while (engine.has_unfinished_requests())
-    for (const StreamChunk& c : engine.step()) {
-      auto& tokens = got[index.at(c.id)];
-      tokens.insert(tokens.end(), c.token_ids.begin(), c.token_ids.end());
-    }
-  return got;
 }
 
 }  // namespace
@@ -226,11 +202,11 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
   }
 }
 
-TEST_CASE("OpenCL Qwen3: a prefix-cache hit and a preemption change no token", "[opencl][qwen3][engine]") {
+TEST_CASE("OpenCL Qwen3: a prefix-cache hit changes no token", "[opencl][qwen3][engine]") {
   auto ctx = opencl_context();
   if (!ctx || !testing::have_qwen3_tokenizer()) return;
   auto roomy = make_opencl_engine(ctx);
-  // Prefix caching: the second request starts with the first one's 40 tokens.
+  // The second request starts with the first one's 40 tokens.
   std::vector<TokenId> shared = prompt_of(40, 4);
   std::vector<TokenId> longer = shared;
   longer.insert(longer.end(), {11, 12, 13, 14, 15});
@@ -242,49 +218,95 @@ TEST_CASE("OpenCL Qwen3: a prefix-cache hit and a preemption change no token", "
   recompute.cache_salt = "no-sharing";
   CHECK(roomy.generate(recompute).token_ids == cached.token_ids);
   CHECK(first.token_ids.size() == 8u);
-
-  // Preemption: room for about half of the four sequences at full length.
-  std::vector<Request> requests;
-  for (std::uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(prompt_of(20 + i, 30 + i), 24));
-  std::vector<std::vector<TokenId>> expected;
-  for (const Request& r : requests) expected.push_back(roomy.generate(r).token_ids);
-  auto tight = make_opencl_engine(ctx, {}, 8);
-  const auto got = run_all(tight, requests);
-  CHECK(tight.metrics().num_preemptions > 0);
-  for (std::size_t i = 0; i < requests.size(); ++i) CHECK(got[i] == expected[i]);
-  CHECK(tight.kv_cache().stats().num_used_blocks == 0);
-  CHECK(tight.kv_cache().check_invariants().empty());
   CHECK(roomy.kv_cache().stats().num_used_blocks == 0);
+}
+
+// The CPU executor's property suite (models/qwen3_engine_properties.hpp) on
+// the OpenCL executor: each side of every comparison runs on the device.
+TEST_CASE("the engine properties hold on the OpenCL executor", "[opencl][qwen3][engine][properties]") {
+  auto ctx = opencl_context();
+  if (!ctx || !testing::have_qwen3_tokenizer()) return;
+  namespace props = izwi::testing::qwen3_properties;
+  const auto make = [&](SchedulerConfig scheduling, bool tight) {
+    return make_opencl_engine(ctx, scheduling, tight ? 8 : kv_blocks);
+  };
+  // Both sides on the device; GEMV against the tiled GEMM, different chunks:
+  // the f32 tolerance of the CPU comparison above.
+  SECTION("KV-cached decoding equals a full recompute") { props::cached_decoding_equals_recompute(make, logits_tolerance); }
+  SECTION("chunked prefill equals unchunked") { props::chunked_prefill_equals_unchunked(make, logits_tolerance); }
+  SECTION("mixed greedy and seeded requests batched equal each alone") { props::batched_equals_alone(make, 4); }
+  SECTION("a preempted-and-resumed request equals an undisturbed one") { props::preempted_equals_undisturbed(make); }
 }
 
 TEST_CASE("OpenCL Qwen3 on the unified-memory cache, under memory pressure, matches the CPU", "[opencl][qwen3][unified]") {
   auto ctx = opencl_context();
   if (!ctx || !testing::have_qwen3_tokenizer()) return;
-  const std::vector<Request> requests = {greedy(prompt_of(12, 7), 12), greedy(prompt_of(33, 8), 12),
-                                         greedy(prompt_of(20, 9), 12)};
+  const std::vector<Request> requests = {greedy(prompt_of(12, 7), 6), greedy(prompt_of(33, 8), 6),
+                                         greedy(prompt_of(20, 9), 6)};
   auto cpu = make_cpu_engine();
   std::vector<std::vector<TokenId>> expected;
   for (const Request& r : requests) expected.push_back(cpu.generate(r).token_ids);
 
-  OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), ctx);
-  UnifiedKVCacheConfig kv_config;
-  kv_config.num_blocks = 64;
-  kv_config.poll_interval = std::chrono::milliseconds(0);
-  ManualMemoryPressureSource pressure;
-  UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config, pressure);
-  Engine unified(FcfsScheduler(), std::move(kv), std::move(executor));
-  // Normal pressure: the three together.
-  CHECK(run_all(unified, requests) == expected);
-  // Warning: cached blocks are evicted and their pages given back; the
-  // kernels then write into pages the OS hands out anew, through the same alias.
-  pressure.set(0.08);
-  CHECK(run_all(unified, requests) == expected);
-  CHECK(unified.kv_cache().stats().evictions > 0);
-  CHECK(unified.kv_cache().stats().num_used_blocks == 0);
-  CHECK(unified.kv_cache().check_invariants().empty());
+  // Every way this device offers: the host alias (forced), coarse- and fine-grained SVM.
+  for (auto mode : {opencl::UnifiedMemoryMode::host_alias, opencl::UnifiedMemoryMode::coarse_grained_svm,
+                    opencl::UnifiedMemoryMode::fine_grained_svm}) {
+    INFO(opencl::to_string(mode));
+    UnifiedKVCacheConfig kv_config;
+    try {
+      kv_config.memory = opencl::unified_memory_for(ctx, mode);
+    } catch (const unavailable& e) {
+      WARN("SKIPPED: " << e.what());
+      continue;
+    }
+    OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), ctx);
+    kv_config.num_blocks = 64;
+    kv_config.poll_interval = std::chrono::milliseconds(0);
+    ManualMemoryPressureSource pressure;
+    UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config, pressure);
+    auto svm = std::dynamic_pointer_cast<opencl::SvmMemory>(kv.memory_resource());
+    CHECK((svm != nullptr) == (mode != opencl::UnifiedMemoryMode::host_alias));
+    const std::byte* storage = kv.layer(0).keys;  // the one allocation, which moves with the cache
+    Engine unified(FcfsScheduler(), std::move(kv), std::move(executor));
+    // Normal pressure: the three together.
+    CHECK(run_all(unified, requests) == expected);
+    // Warning: cached blocks are evicted and their pages given back; the
+    // kernels then write into pages the OS hands out anew, in place.
+    pressure.set(0.08);
+    CHECK(run_all(unified, requests) == expected);
+    CHECK(unified.kv_cache().released_bytes() > 0);
+    CHECK(unified.kv_cache().stats().evictions > 0);
+    CHECK(unified.kv_cache().stats().num_used_blocks == 0);
+    CHECK(unified.kv_cache().check_invariants().empty());
+    // Between steps the host holds the memory (coarse-grained: mapped back after each step).
+    if (svm) CHECK(svm->host_mapped(storage));
+  }
 }
 
-TEST_CASE("a device allocation failure shrinks the step or fails the request, never crashes", "[opencl][qwen3][faults]") {
+TEST_CASE("a device that does not share host memory refuses the unified-memory cache in one sentence",
+          "[opencl][qwen3][unified]") {
+  auto ctx = opencl_context();
+  if (!ctx || !testing::have_qwen3_tokenizer()) return;
+  // The same device, taken to report what a discrete GPU reports.
+  auto options = testing::opencl_options("opencl-program-cache");
+  options.memory_sharing_override = opencl::DeviceMemorySharing{false, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER};
+  auto discrete = opencl::Context::create(options);
+  CHECK_THROWS_WITH(opencl::unified_memory_for(discrete),
+                    Catch::Contains("does not (CL_DEVICE_HOST_UNIFIED_MEMORY is false") &&
+                        Catch::Contains("use DeviceKVCache"));
+  // A cache made without asking (host memory) is refused at its first step, and the engine says why.
+  OpenClExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3()), discrete);
+  UnifiedKVCacheConfig kv_config;
+  kv_config.num_blocks = 16;
+  UnifiedKVCache<ManualMemoryPressureSource> kv(executor.kv_cache_shape(), kv_config);
+  Engine engine(FcfsScheduler(), std::move(kv), std::move(executor));
+  const RequestOutput out = engine.generate(greedy(prompt_of(5, 1), 2));
+  CHECK(out.finish_reason == FinishReason::error);
+  CHECK_THAT(out.error, Catch::Contains("use DeviceKVCache"));
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0);
+}
+
+TEST_CASE("a device allocation failure preempts the newest sequences, and fails only what cannot fit alone",
+          "[opencl][qwen3][faults]") {
   auto ctx = opencl_context();
   if (!ctx || !testing::have_qwen3_tokenizer()) return;
   Qwen3 model = Qwen3::load(testing::random_qwen3());
@@ -301,23 +323,41 @@ TEST_CASE("a device allocation failure shrinks the step or fails the request, ne
   OpenClQwen3Engine engine(FcfsScheduler(), std::move(kv), std::move(executor));
 
   // Four 20-token prompts in one 80-token step: too much scratch together,
-  // enough for each alone, so the engine's fault isolation serves them all.
+  // enough for each alone. The newest are preempted and recomputed later;
+  // the fifth, 50 tokens, does not fit even alone: it alone fails, with the reason.
   std::vector<Request> requests;
   for (std::uint32_t i = 0; i < 4; ++i) requests.push_back(greedy(prompt_of(20, 40 + i), 4));
+  requests.push_back(greedy(prompt_of(50, 50), 4));
   auto cpu = make_cpu_engine();
   std::vector<std::vector<TokenId>> expected;
-  for (const Request& r : requests) expected.push_back(cpu.generate(r).token_ids);
-  CHECK(run_all(engine, requests) == expected);
-  CHECK(engine.metrics().num_engine_faults > 0);
+  for (std::size_t i = 0; i < 4; ++i) expected.push_back(cpu.generate(requests[i]).token_ids);
 
-  // A 50-token prompt does not fit even alone: it fails with the reason; the
-  // engine goes on serving, and no block is left behind.
-  const RequestOutput too_big = engine.generate(greedy(prompt_of(50, 50), 4));
-  CHECK(too_big.finish_reason == FinishReason::error);
-  CHECK_THAT(too_big.error, Catch::Contains("CL_MEM_OBJECT_ALLOCATION_FAILURE"));
-  CHECK(engine.generate(requests[0]).token_ids == expected[0]);
+  std::map<RequestId, std::size_t> index;
+  for (std::size_t i = 0; i < requests.size(); ++i) index[engine.add_request(requests[i])] = i;
+  std::vector<std::vector<TokenId>> got(requests.size());
+  std::vector<std::optional<FinishReason>> reasons(requests.size());
+  std::string too_big_error;
+  while (engine.has_unfinished_requests())
+    for (const StreamChunk& chunk : engine.step()) {
+      const std::size_t i = index.at(chunk.id);
+      got[i].insert(got[i].end(), chunk.token_ids.begin(), chunk.token_ids.end());
+      if (chunk.finish_reason) reasons[i] = chunk.finish_reason;
+      if (!chunk.error.empty()) too_big_error = chunk.error;
+    }
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO("request " << i);
+    CHECK(reasons[i] == FinishReason::length);
+    CHECK(got[i] == expected[i]);
+  }
+  CHECK(reasons[4] == FinishReason::error);
+  CHECK(got[4].empty());
+  CHECK_THAT(too_big_error, Catch::Contains("CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+  CHECK(engine.metrics().num_preemptions >= 3);   // at least the three newest of the first step
+  CHECK(engine.metrics().num_request_errors == 1);
   CHECK(engine.kv_cache().stats().num_used_blocks == 0);
   CHECK(engine.kv_cache().check_invariants().empty());
+  // The engine goes on serving.
+  CHECK(engine.generate(requests[0]).token_ids == expected[0]);
 }
 
 TEST_CASE("OpenClExecutor refuses a DeviceKVCache of another context", "[opencl][executor]") {

@@ -18,8 +18,10 @@
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/opencl/ops.hpp"
+#include "izwi/kernels/opencl/unified_memory.hpp"
 #include "izwi/kv_cache/device.hpp"
 #include "izwi/kv_cache/paged.hpp"
+#include "izwi/kv_cache/unified.hpp"
 #include "kernels/kernel_test_util.hpp"
 #include "opencl/opencl_test_util.hpp"
 
@@ -411,4 +413,113 @@ TEST_CASE("OpenCL device selection errors name the problem", "[opencl][context]"
                     Catch::Contains("platform 99 does not exist"));
   CHECK_THROWS_WITH(opencl::Context::create(testing::opencl_options("-", 0, 99)),
                     Catch::Contains("no device 99"));
+}
+
+TEST_CASE("the unified-memory way is the best the device offers, and refused where memory is not shared",
+          "[opencl][unified]") {
+  using opencl::UnifiedMemoryMode;
+  const cl_device_svm_capabilities coarse = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
+  const cl_device_svm_capabilities fine = coarse | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
+  // Devices as they report themselves (no device needed).
+  CHECK(opencl::choose_unified_memory_mode({true, fine}, "igpu") == UnifiedMemoryMode::fine_grained_svm);
+  CHECK(opencl::choose_unified_memory_mode({true, coarse}, "igpu") == UnifiedMemoryMode::coarse_grained_svm);
+  CHECK(opencl::choose_unified_memory_mode({true, 0}, "igpu") == UnifiedMemoryMode::host_alias);
+  CHECK(opencl::choose_unified_memory_mode({true, fine}, "igpu", UnifiedMemoryMode::coarse_grained_svm) ==
+        UnifiedMemoryMode::coarse_grained_svm);
+  CHECK(opencl::choose_unified_memory_mode({true, fine}, "igpu", UnifiedMemoryMode::host_alias) ==
+        UnifiedMemoryMode::host_alias);
+  CHECK_THROWS_WITH(opencl::choose_unified_memory_mode({true, coarse}, "igpu", UnifiedMemoryMode::fine_grained_svm),
+                    Catch::Contains("igpu has no fine-grained SVM"));
+  // Fine-grained system SVM reads the host's own pages: shared even without the flag.
+  CHECK(opencl::choose_unified_memory_mode({false, fine | CL_DEVICE_SVM_FINE_GRAIN_SYSTEM}, "apu") ==
+        UnifiedMemoryMode::fine_grained_svm);
+  // A discrete GPU (SVM through its own memory): refused, whatever is asked.
+  for (auto forced : {std::optional<UnifiedMemoryMode>{}, std::optional{UnifiedMemoryMode::host_alias},
+                      std::optional{UnifiedMemoryMode::coarse_grained_svm}}) {
+    CHECK_THROWS_AS(opencl::choose_unified_memory_mode({false, fine}, "dgpu", forced), unavailable);
+    CHECK_THROWS_WITH(opencl::choose_unified_memory_mode({false, fine}, "dgpu", forced),
+                      Catch::Contains("dgpu does not") && Catch::Contains("use DeviceKVCache"));
+  }
+
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  // What this device reports (PoCL 3.1's CPU device: unified, coarse and fine buffer SVM).
+  const opencl::DeviceMemorySharing& sharing = ctx->memory_sharing();
+  INFO(ctx->description() << ": host unified " << sharing.host_unified_memory << ", SVM capabilities "
+                          << sharing.svm_capabilities);
+  cl_device_type type = 0;
+  REQUIRE(clGetDeviceInfo(ctx->device(), CL_DEVICE_TYPE, sizeof type, &type, nullptr) == CL_SUCCESS);
+  if (type & CL_DEVICE_TYPE_CPU) CHECK(sharing.host_unified_memory);
+  const auto memory = opencl::unified_memory_for(ctx);
+  const bool has_svm = (sharing.svm_capabilities & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) != 0;
+  CHECK((memory != nullptr) == has_svm);
+  if (memory) WARN("unified memory on this device: " << memory->description());
+}
+
+TEST_CASE("OpenCL SVM memory is a device address range the kernels and the host share", "[opencl][unified]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  for (auto mode : {opencl::UnifiedMemoryMode::coarse_grained_svm, opencl::UnifiedMemoryMode::fine_grained_svm}) {
+    INFO(opencl::to_string(mode));
+    std::shared_ptr<opencl::SvmMemory> svm;
+    try {
+      svm = std::make_shared<opencl::SvmMemory>(ctx, mode);
+    } catch (const unavailable& e) {
+      WARN("SKIPPED: " << e.what());
+      continue;
+    }
+    const std::size_t n = 3000, bytes = 2 * n * sizeof(float);
+    std::byte* p = svm->allocate(bytes);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % izwi::detail::MappedRegion::page_size() == 0);
+    const auto location = opencl::resolve_device_address(p + 8);
+    REQUIRE(location.has_value());
+    CHECK(location->available >= bytes - 8);
+    CHECK(svm->host_mapped(p));
+    // Host writes, a kernel adds in place, the host reads the sums.
+    auto* x = reinterpret_cast<float*>(p);
+    float* y = x + n;
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = static_cast<float>(i) * 0.5f;
+      y[i] = 1.0f - static_cast<float>(i);
+    }
+    opencl::OpenClOps ops(ctx);
+    svm->hand_to_device(p);
+    CHECK(svm->host_mapped(p) == (mode == opencl::UnifiedMemoryMode::fine_grained_svm));
+    ops.add(x, y, n);
+    ctx->finish();
+    svm->hand_to_host(p);
+    CHECK(svm->host_mapped(p));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += x[i] != static_cast<float>(i) * 0.5f + (1.0f - static_cast<float>(i));
+    CHECK(wrong == 0);
+    // Whole pages inside the range are given back (PoCL's SVM is private host memory).
+    const std::size_t page = izwi::detail::MappedRegion::page_size();
+    CHECK(svm->release(p, bytes) == bytes / page * page);
+    svm->deallocate(p, bytes);
+    CHECK_FALSE(opencl::resolve_device_address(p + 8).has_value());
+  }
+}
+
+TEST_CASE("UnifiedKVCache on OpenCL SVM zeroes its null block and hands out device addresses", "[opencl][unified]") {
+  auto ctx = opencl_context();
+  if (!ctx) return;
+  std::shared_ptr<UnifiedMemoryResource> memory;
+  try {
+    memory = opencl::unified_memory_for(ctx, opencl::UnifiedMemoryMode::coarse_grained_svm);
+  } catch (const unavailable& e) {
+    WARN("SKIPPED: " << e.what());
+    return;
+  }
+  const KVCacheShape shape{2, 2, 8, DType::f32};
+  UnifiedKVCacheConfig config;
+  config.num_blocks = 4;
+  config.memory = memory;
+  UnifiedKVCache<ManualMemoryPressureSource, 4> kv(shape, config);
+  CHECK(kv.memory_resource() == memory);
+  const KVLayerView layer = kv.layer(1);
+  REQUIRE(opencl::resolve_device_address(layer.values).has_value());
+  const std::size_t null_bytes = 4 * 2 * 8 * sizeof(float);
+  CHECK(std::all_of(layer.keys, layer.keys + null_bytes, [](std::byte b) { return b == std::byte{0}; }));
+  CHECK(std::all_of(layer.values, layer.values + null_bytes, [](std::byte b) { return b == std::byte{0}; }));
+  CHECK(kv.check_invariants().empty());
 }

@@ -27,6 +27,15 @@ class invalid_argument : public error {
   std::string field_;
 };
 
+/// A device (a GPU) ran out of memory for one step's work. The engine then
+/// preempts the step's last sequences (recomputed later, as under KV-cache
+/// pressure) instead of failing them; a sequence that does not fit even
+/// alone fails with this message.
+class device_memory_exhausted : public error {
+ public:
+  using error::error;
+};
+
 /// The engine cannot take the request now (queue full, shutting down).
 class unavailable : public error {
  public:

@@ -97,7 +97,10 @@ class Engine {
   /// FinishReason::error and the exception's message (StreamChunk::error),
   /// frees their KV blocks and is counted in metrics(). When a batched forward
   /// pass throws, each sequence is retried alone, so the others continue
-  /// exactly as if the faulty request had not been there.
+  /// exactly as if the faulty request had not been there. When it throws
+  /// izwi::device_memory_exhausted (a GPU out of memory), the step's last
+  /// sequences are preempted instead, as many as it takes, and recomputed
+  /// later; only a sequence that does not fit even alone fails.
   std::span<const StreamChunk> step();
   /// True while some request is unfinished (queued, waiting or running).
   bool has_unfinished_requests() const;
@@ -135,6 +138,8 @@ class Engine {
   void step_body();
   void execute_isolating_faults(const StepPlan& plan);
   void execute_alone(const ScheduledSequence& seq, const StepPlan& plan);
+  void execute_preempting_newest(const StepPlan& plan, std::string what);
+  void restore_generators(const StepPlan& plan);
   void recover_from_fault(std::string_view what);
   void reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now);
   void fail_request(RequestId id, std::string message, TimePoint now);
@@ -142,6 +147,7 @@ class Engine {
   void apply_commands();
   void admit(detail::EngineCommand& command);
   void process_outputs(const StepPlan& plan, TimePoint now);
+  std::optional<FinishReason> append_and_check_stop(Record& record, TokenId token);
   void finish_record(Record& record, FinishReason reason, TimePoint now);
   void deliver(Record& record, StreamChunk&& chunk);
   void end_request(RequestId id, FinishReason reason, TimePoint now);

@@ -13,10 +13,12 @@
 // sampling rows are read back and each sequence samples on the host with the
 // shared Sampler, exactly as CpuExecutor does. execution_space is
 // gpu_execution: it pairs with DeviceKVCache (device_space) and with
-// UnifiedKVCache (unified_space: its host storage is wrapped once in a
-// CL_MEM_USE_HOST_PTR buffer, zero copy on devices that share host memory,
-// and keeps its memory-pressure behaviour); pairing it with a host cache
-// (PagedKVCache) fails to compile (memory_space.hpp).
+// UnifiedKVCache (unified_space: shared virtual memory from
+// opencl::unified_memory_for, or its own host memory wrapped once in a
+// CL_MEM_USE_HOST_PTR buffer; zero copy either way, and it keeps its
+// memory-pressure behaviour; refused on a device that does not share the
+// host's memory, see kernels/opencl/unified_memory.hpp); pairing it with a
+// host cache (PagedKVCache) fails to compile (memory_space.hpp).
 
 #include <cstddef>
 #include <memory>
@@ -32,15 +34,17 @@
 #include "izwi/executor/sampler.hpp"
 #include "izwi/kernels/opencl/context.hpp"
 #include "izwi/kernels/opencl/ops.hpp"
+#include "izwi/kernels/opencl/unified_memory.hpp"
 #include "izwi/models/forward_batch.hpp"
 
 namespace izwi {
 
 struct OpenClExecutorConfig {
   /// Cap on the device scratch for activations, in bytes (0: none). A step
-  /// that needs more fails as a device allocation failure does: the engine
-  /// reruns its sequences one by one and fails only those that still do not
-  /// fit, with the reason (CL_MEM_OBJECT_ALLOCATION_FAILURE).
+  /// that needs more fails as a device allocation failure does: execute()
+  /// throws izwi::device_memory_exhausted (CL_MEM_OBJECT_ALLOCATION_FAILURE),
+  /// the engine preempts the step's newest sequences until the rest fit, and
+  /// fails only a sequence that does not fit even alone, with that reason.
   std::size_t max_scratch_bytes = 0;
 };
 
@@ -68,7 +72,9 @@ class OpenClExecutor {
   std::size_t vocab_size() const noexcept { return model_.vocab_size(); }
   const std::shared_ptr<opencl::Context>& context() const noexcept { return context_; }
 
-  /// One engine step. A cache on another context is izwi::invalid_argument.
+  /// One engine step. A cache on another context is izwi::invalid_argument; a
+  /// unified-memory cache on a device that does not share the host's memory
+  /// is izwi::unavailable (one sentence: use DeviceKVCache).
   template <KVCachePolicy K>
   void execute(const StepPlan& plan, K& kv, StepResult& result);
 
@@ -84,7 +90,9 @@ class OpenClExecutor {
   Model model_;
   std::shared_ptr<opencl::Context> context_;
   std::unique_ptr<opencl::OpenClOps> ops_;  // owns device scratch; stays put when the executor moves
-  std::unique_ptr<opencl::HostMemoryAlias> unified_kv_;  // a unified_space cache's storage, as a cl_mem
+  std::unique_ptr<opencl::HostMemoryAlias> unified_kv_;  // a unified_space cache's host storage, as a cl_mem
+  std::shared_ptr<opencl::SvmMemory> svm_kv_;            // or its SVM, mapped per step where coarse-grained
+  const std::byte* svm_kv_base_ = nullptr;
   Sampler sampler_;
   std::vector<TokenId> tokens_;
   std::vector<std::int64_t> positions_;

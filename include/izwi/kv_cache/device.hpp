@@ -67,6 +67,11 @@ class DeviceKVCache {
     return blocks_.allocate_slots(seq, num_computed, num_new, hit);
   }
   void free(RequestId id) noexcept { blocks_.free(id); }
+  /// free(id) for a sequence preempted after its step was planned: blocks past
+  /// its first num_written_tokens tokens lose their prefix-cache keys (unwritten).
+  void free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
+    blocks_.free_unwritten(id, num_written_tokens);
+  }
   std::span<const BlockId> block_table(RequestId id) const noexcept { return blocks_.block_table(id); }
   KVCacheStats stats() const noexcept;
 

@@ -89,6 +89,11 @@ class PagedKVCache {
 
   /// Releases the sequence's blocks, last block first. Unknown ids are ignored.
   void free(RequestId id) noexcept { blocks_.free(id); }
+  /// free(id) for a sequence preempted after its step was planned: blocks past
+  /// its first num_written_tokens tokens lose their prefix-cache keys (unwritten).
+  void free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
+    blocks_.free_unwritten(id, num_written_tokens);
+  }
 
   /// The sequence's blocks in position order; empty for an unknown id.
   std::span<const BlockId> block_table(RequestId id) const noexcept { return blocks_.block_table(id); }

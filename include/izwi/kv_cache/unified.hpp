@@ -8,7 +8,8 @@
 // use detail::BlockManager), and differs in two ways:
 //   - its budget is a fraction of physical memory (default 0.85), reserved as
 //     address space with mmap(MAP_NORESERVE): a block costs resident memory
-//     only once written, and its pages can be given back (madvise) when freed;
+//     only once written, and its pages can be given back (madvise) when freed
+//     (or, with config.memory, another UnifiedMemoryResource: OpenCL SVM);
 //   - it watches memory pressure and tells the scheduler, through
 //     admission_advice(), how to behave this step:
 //
@@ -32,6 +33,7 @@
 // Not thread-safe: the engine calls it from its step loop only.
 
 #include <chrono>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -49,6 +51,7 @@
 #include "izwi/kv_cache/detail/kv_storage.hpp"
 #include "izwi/kv_cache/detail/mapped_region.hpp"
 #include "izwi/kv_cache/memory_pressure.hpp"
+#include "izwi/kv_cache/unified_memory.hpp"
 
 namespace izwi {
 
@@ -69,6 +72,10 @@ struct UnifiedKVCacheConfig {
   std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
   /// Under warning, the share of the sequences holding blocks the scheduler may keep.
   double warning_batch_fraction = 0.75;
+  /// Where the storage comes from; null: host memory (HostMappedMemory). For
+  /// an OpenCL device: opencl::unified_memory_for(context), shared virtual
+  /// memory where the device has it (kernels/opencl/unified_memory.hpp).
+  std::shared_ptr<UnifiedMemoryResource> memory;
 };
 
 template <class PressureSource = SystemMemoryPressureSource, std::size_t BlockSize = 16>
@@ -107,6 +114,11 @@ class UnifiedKVCache {
   }
   /// Releases the sequence's blocks, last block first. Unknown ids are ignored.
   void free(RequestId id) noexcept { blocks_.free(id); }
+  /// free(id) for a sequence preempted after its step was planned: blocks past
+  /// its first num_written_tokens tokens lose their prefix-cache keys (unwritten).
+  void free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
+    blocks_.free_unwritten(id, num_written_tokens);
+  }
   std::span<const BlockId> block_table(RequestId id) const noexcept { return blocks_.block_table(id); }
   /// Every field of KVCacheStats. total_bytes is the address space reserved
   /// (resident memory is less: see released_bytes()); evictions also counts
@@ -121,6 +133,8 @@ class UnifiedKVCache {
   /// The level as of the last reading (no new reading).
   MemoryPressure pressure() const noexcept { return level_; }
   PressureSource& pressure_source() noexcept { return source_; }
+  /// The resource the storage came from (HostMappedMemory unless config.memory said otherwise).
+  const std::shared_ptr<UnifiedMemoryResource>& memory_resource() const noexcept { return storage_.resource(); }
 
   // --- introspection, for tests and metrics -----------------------------------
   /// Bytes of pages given back to the system so far.
@@ -141,7 +155,7 @@ class UnifiedKVCache {
   std::size_t bytes_per_block_;
   detail::BlockManager blocks_;
   detail::KVStorageLayout layout_;
-  detail::MappedRegion storage_;
+  detail::UnifiedRegion storage_;
   [[no_unique_address]] PressureSource source_;
   MemoryPressure level_ = MemoryPressure::normal;
   std::optional<TimePoint> last_poll_;

@@ -287,13 +287,23 @@ void Engine<S, K, E>::execute_isolating_faults(const StepPlan& plan) {
     if (seq.rng) rng_snapshot_.push_back(*seq.rng);
   result_.clear();
   std::string what;
+  bool out_of_device_memory = false;
   try {
     executor_.execute(plan, kv_cache_, result_);
     return;
+  } catch (const device_memory_exhausted& e) {
+    what = e.what();
+    out_of_device_memory = true;
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
     what = "an exception of unknown type";
+  }
+  if constexpr (requires(RequestId id) { scheduler_.preempt_scheduled(id, kv_cache_); }) {
+    if (out_of_device_memory && plan.sequences.size() > 1) {
+      execute_preempting_newest(plan, std::move(what));
+      return;
+    }
   }
   {
     std::lock_guard lock(metrics_mutex_);
@@ -302,10 +312,69 @@ void Engine<S, K, E>::execute_isolating_faults(const StepPlan& plan) {
   log_error("a step of " + std::to_string(plan.sequences.size()) + " sequences threw (" + what +
             "); running each sequence alone to find the faulty ones");
   result_.clear();
+  restore_generators(plan);
+  for (const ScheduledSequence& seq : plan.sequences) execute_alone(seq, plan);
+}
+
+template <class S, class K, class E>
+void Engine<S, K, E>::restore_generators(const StepPlan& plan) {
   std::size_t next_snapshot = 0;
   for (const ScheduledSequence& seq : plan.sequences)
     if (seq.rng) *seq.rng = rng_snapshot_[next_snapshot++];
-  for (const ScheduledSequence& seq : plan.sequences) execute_alone(seq, plan);
+}
+
+/// The device ran out of memory for the whole plan: runs its first
+/// sequences, one fewer each time the device still runs out, and preempts
+/// the ones left out (recomputed later, as vLLM does under KV pressure).
+/// The plan lists running sequences, then admissions, in admission order, so
+/// the newest go first, and a sequence that hit a prefix block another one
+/// registered in this plan (and writes in this pass) goes before that one.
+/// The first sequence alone not fitting fails with the device's message.
+template <class S, class K, class E>
+void Engine<S, K, E>::execute_preempting_newest(const StepPlan& plan, std::string what) {
+  const std::size_t n = plan.sequences.size();
+  std::size_t keep = n;
+  bool ran = false;
+  while (!ran && keep > 1) {
+    --keep;
+    restore_generators(plan);
+    single_plan_.clear();
+    for (std::size_t i = 0; i < keep; ++i) {
+      ScheduledSequence seq = plan.sequences[i];
+      const auto first = plan.slot_mapping.begin() + static_cast<std::ptrdiff_t>(seq.slot_offset);
+      seq.slot_offset = single_plan_.slot_mapping.size();
+      single_plan_.slot_mapping.insert(single_plan_.slot_mapping.end(), first,
+                                       first + static_cast<std::ptrdiff_t>(seq.num_tokens));
+      single_plan_.num_scheduled_tokens += seq.num_tokens;
+      single_plan_.sequences.push_back(seq);
+    }
+    result_.clear();
+    try {
+      executor_.execute(single_plan_, kv_cache_, result_);
+      ran = true;
+    } catch (const device_memory_exhausted& e) {
+      what = e.what();
+    } catch (...) {
+      // Another fault: the kept sequences are isolated one by one, as any fault is.
+      result_.clear();
+      restore_generators(plan);
+      for (std::size_t i = 0; i < keep; ++i) execute_alone(plan.sequences[i], plan);
+      ran = true;
+    }
+  }
+  if (!ran) {
+    result_.clear();
+    result_.failures.push_back({plan.sequences.front().id, "the engine step failed: " + what});
+  }
+  log_error("the device ran out of memory for a step of " + std::to_string(n) + " sequences (" + what + "); ran " +
+            (ran ? "the first " + std::to_string(keep) : std::string("none")) + ", preempted the last " +
+            std::to_string(n - keep) + " (recomputed later)");
+  for (std::size_t i = keep; i < n; ++i) {
+    const RequestId id = plan.sequences[i].id;
+    if (!scheduler_.preempt_scheduled(id, kv_cache_)) continue;
+    if constexpr (HasPreemptionHook<E>) executor_.preempted(id);
+    if (auto it = records_.find(id); it != records_.end()) ++it->second.num_preemptions;
+  }
 }
 
 template <class S, class K, class E>
@@ -527,40 +596,7 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
       r.audio_sample_rate = result_.audio_sample_rate;
     }
 
-    // Stop conditions, in vLLM's order: nothing stops before min_tokens except
-    // the length limits; EOS and stop ids end without adding text.
-    const std::size_t n = r.output_tokens.size();
-    const bool may_stop = n >= r.sampling.min_tokens;
-    std::optional<FinishReason> reason;
-    const bool is_eos = !r.sampling.ignore_eos &&
-                        std::find(eos_token_ids_.begin(), eos_token_ids_.end(), out.token) != eos_token_ids_.end();
-    const bool is_stop_id = std::find(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end(),
-                                      out.token) != r.sampling.stop_token_ids.end();
-    if (may_stop && (is_eos || is_stop_id)) {
-      reason = FinishReason::stop;
-      if (is_stop_id) r.stop_token = out.token;
-    } else {
-      const std::size_t searched_from = r.text.size();
-      r.text += r.detokenizer.append(out.token);
-      if (may_stop && !r.sampling.stop.empty()) {
-        // A stop string may straddle earlier text, so each search starts one
-        // stop-length back; the earliest match across all stop strings wins.
-        std::size_t earliest = std::string::npos;
-        for (const std::string& stop : r.sampling.stop) {
-          const std::size_t from = searched_from >= stop.size() ? searched_from - stop.size() + 1 : 0;
-          const std::size_t at = r.text.find(stop, from);
-          if (at < earliest) {
-            earliest = at;
-            r.stop_string = stop;
-          }
-        }
-        if (earliest != std::string::npos) {
-          r.text.resize(earliest);
-          reason = FinishReason::stop;
-        }
-      }
-    }
-    if (!reason && (n >= r.max_output_tokens)) reason = FinishReason::length;
+    const std::optional<FinishReason> reason = append_and_check_stop(r, out.token);
 
     if (reason) {
       finish_record(r, *reason, now);
@@ -573,6 +609,44 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
     finish_in_scheduler(id, records_.at(id).finish_reason);
     records_.erase(id);
   }
+}
+
+// Stop conditions, in vLLM's order: nothing stops before min_tokens except
+// the length limits; EOS and stop ids end without adding text. Otherwise the
+// token's text is appended and searched for the stop strings.
+template <class S, class K, class E>
+std::optional<FinishReason> Engine<S, K, E>::append_and_check_stop(Record& r, TokenId token) {
+  const std::size_t n = r.output_tokens.size();
+  const bool may_stop = n >= r.sampling.min_tokens;
+  const bool is_eos = !r.sampling.ignore_eos &&
+                      std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
+  const bool is_stop_id = std::find(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end(), token) !=
+                          r.sampling.stop_token_ids.end();
+  if (may_stop && (is_eos || is_stop_id)) {
+    if (is_stop_id) r.stop_token = token;
+    return FinishReason::stop;
+  }
+  const std::size_t searched_from = r.text.size();
+  r.text += r.detokenizer.append(token);
+  if (may_stop && !r.sampling.stop.empty()) {
+    // A stop string may straddle earlier text, so each search starts one
+    // stop-length back; the earliest match across all stop strings wins.
+    std::size_t earliest = std::string::npos;
+    for (const std::string& stop : r.sampling.stop) {
+      const std::size_t from = searched_from >= stop.size() ? searched_from - stop.size() + 1 : 0;
+      const std::size_t at = r.text.find(stop, from);
+      if (at < earliest) {
+        earliest = at;
+        r.stop_string = stop;
+      }
+    }
+    if (earliest != std::string::npos) {
+      r.text.resize(earliest);
+      return FinishReason::stop;
+    }
+  }
+  if (n >= r.max_output_tokens) return FinishReason::length;
+  return std::nullopt;
 }
 
 template <class S, class K, class E>

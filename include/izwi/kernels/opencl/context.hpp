@@ -20,8 +20,14 @@
 // Errors: izwi::opencl::opencl_error with the failing call and the OpenCL
 // status name; no platform or device is izwi::unavailable with the reason.
 
+// 2.0 declares the shared-virtual-memory calls (unified_memory.hpp), which
+// are only called where a device reports SVM; the kernels stay OpenCL C 1.2
+// and the 1.2 calls (clCreateCommandQueue) stay in use, undeprecated.
 #ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
+#define CL_TARGET_OPENCL_VERSION 200
+#endif
+#ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #endif
 #include <CL/cl.h>
 
@@ -59,6 +65,18 @@ inline void check(cl_int status, const std::string& call) {
   if (status != CL_SUCCESS) throw opencl_error(call, status);
 }
 
+/// What a device says about sharing memory with the host (read once by
+/// Context::create). Decides how a unified-memory KV cache reaches it
+/// (unified_memory.hpp).
+struct DeviceMemorySharing {
+  /// CL_DEVICE_HOST_UNIFIED_MEMORY: the device and the host use one physical
+  /// memory (CPU devices, integrated GPUs); false on a discrete GPU.
+  bool host_unified_memory = false;
+  /// CL_DEVICE_SVM_CAPABILITIES (CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, ...); 0
+  /// before OpenCL 2.0 or where the device has no shared virtual memory.
+  cl_device_svm_capabilities svm_capabilities = 0;
+};
+
 struct ContextOptions {
   /// Index into clGetPlatformIDs; none: every platform, GPUs first.
   std::optional<std::size_t> platform;
@@ -67,6 +85,9 @@ struct ContextOptions {
   /// Where program binaries are cached; empty: $IZWI_OPENCL_CACHE, else
   /// $XDG_CACHE_HOME/izwi/opencl, else ~/.cache/izwi/opencl. "-" disables the cache.
   std::filesystem::path program_cache_dir;
+  /// Tests only: what the device is taken to report about memory sharing
+  /// (a discrete GPU on a CPU device); none: what it reports.
+  std::optional<DeviceMemorySharing> memory_sharing_override;
 };
 
 /// How the kernel program was obtained (the cache's observable behaviour, for tests).
@@ -99,6 +120,8 @@ class Context {
   /// Whether the device has cl_khr_subgroups: the program is then built with
   /// IZWI_HAVE_SUBGROUPS and its reductions may use sub-group functions.
   bool has_subgroups() const noexcept { return has_subgroups_; }
+  /// Whether the device shares the host's memory, and its SVM abilities.
+  const DeviceMemorySharing& memory_sharing() const noexcept { return memory_sharing_; }
   /// The options the program was built with (part of the cache key).
   const std::string& build_options() const noexcept { return build_options_; }
   /// The cache file of this device's program ("" when caching is off).
@@ -119,6 +142,7 @@ class Context {
   std::string description_;
   std::string build_options_;
   bool has_subgroups_ = false;
+  DeviceMemorySharing memory_sharing_;
   ProgramOrigin program_origin_ = ProgramOrigin::built_from_source;
   std::filesystem::path cache_file_;
 };

@@ -50,6 +50,10 @@ class BlockManager {
   bool allocate_slots(const SequenceView& seq, std::size_t num_computed, std::size_t num_new, PrefixHit hit);
   /// KVCachePolicy::free: releases the blocks last to first; unknown ids are ignored.
   void free(RequestId id) noexcept;
+  /// As free(id), after dropping the prefix-cache keys of the blocks past
+  /// the sequence's first `num_written_tokens` tokens: blocks allocated (and
+  /// registered) for a step that did not run for it hold no K/V.
+  void free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept;
   std::span<const BlockId> block_table(RequestId id) const noexcept;
 
   /// Fills the block and counter fields of `stats` (not the byte fields).

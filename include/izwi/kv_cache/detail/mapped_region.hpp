@@ -33,6 +33,11 @@ class MappedRegion {
 
   std::byte* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
+  /// Gives up ownership: the caller munmaps data() (HostMappedMemory does).
+  [[nodiscard]] std::byte* detach() noexcept {
+    size_ = 0;
+    return std::exchange(data_, nullptr);
+  }
 
   /// Gives back the pages lying wholly inside [offset, offset + length); a page
   /// shared with bytes outside the range is kept. Returns the bytes released.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace izwi {
 
@@ -37,13 +38,17 @@ UnifiedKVCache<PressureSource, BlockSize>::UnifiedKVCache(KVCacheShape shape, Un
       bytes_per_block_((detail::validate_kv_cache_shape(shape), detail::kv_bytes_per_block(shape, BlockSize))),
       blocks_(BlockSize, usable_blocks(shape, config), config.enable_prefix_caching),
       layout_(shape, BlockSize, blocks_.pool().num_usable_blocks() + 1, detail::MappedRegion::page_size()),
-      storage_(layout_.total_bytes()),
+      storage_(config.memory, layout_.total_bytes()),
       source_(std::move(source)) {
   if (!(config.warning_batch_fraction > 0.0 && config.warning_batch_fraction <= 1.0)) {
     throw invalid_argument("warning_batch_fraction", "warning_batch_fraction must be in (0, 1], got " +
                                                          std::to_string(config.warning_batch_fraction));
   }
-  // Anonymous mappings start zeroed, so the null block is zero without a write.
+  // The null block is what padded slots point at: zero, as in PagedKVCache
+  // (another resource's memory need not start zeroed; one block per array).
+  layout_.for_each_block_range(null_block, 1, [&](std::size_t offset, std::size_t length) {
+    std::memset(storage_.data() + offset, 0, length);
+  });
   // Sweeps run in noexcept paths: their scratch never grows past the pool.
   release_scratch_.reserve(blocks_.pool().num_usable_blocks());
 }

@@ -59,20 +59,19 @@ inline void apply_decoding_rules(std::span<float> logits, std::span<const TokenI
     std::fill(logits.begin() + static_cast<std::ptrdiff_t>(std::min(logits.size(), begin + 51)), logits.end(),
               minus_infinity);
   }
-  // A timestamp when their total probability beats every text token.
-  const float top = *std::max_element(logits.begin(), logits.end());
-  double total = 0, timestamp_mass = 0;
-  float best_text = minus_infinity;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const double p = std::exp(static_cast<double>(logits[i] - top));
-    total += p;
-    if (i >= begin) timestamp_mass += p;
-    else best_text = std::max(best_text, logits[i]);
-  }
-  const double log_timestamp = std::log(timestamp_mass) - std::log(total);
-  const double log_best_text = static_cast<double>(best_text - top) - std::log(total);
-  if (timestamp_mass > 0 && log_timestamp > log_best_text)
-    std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(begin), minus_infinity);
+  // A timestamp when their total probability beats every text token's:
+  // logsumexp(timestamps) > max(text), openai-whisper's comparison of
+  // log-probabilities with the softmax's normaliser cancelled from both
+  // sides, so only the 1501 timestamps need an exponential, not the vocabulary
+  // (each decoder step of a timestamped decode runs this).
+  const auto ts_begin = logits.begin() + static_cast<std::ptrdiff_t>(std::min(begin, logits.size()));
+  const float best_text = ts_begin == logits.begin() ? minus_infinity : *std::max_element(logits.begin(), ts_begin);
+  const float top_timestamp = ts_begin == logits.end() ? minus_infinity : *std::max_element(ts_begin, logits.end());
+  if (top_timestamp == minus_infinity) return;  // every timestamp suppressed: their probability is 0
+  double timestamp_mass = 0;
+  for (auto it = ts_begin; it != logits.end(); ++it) timestamp_mass += std::exp(static_cast<double>(*it - top_timestamp));
+  if (static_cast<double>(top_timestamp) + std::log(timestamp_mass) > static_cast<double>(best_text))
+    std::fill(logits.begin(), ts_begin, minus_infinity);
 }
 
 /// Index in a decoder's tokens of the first one after the

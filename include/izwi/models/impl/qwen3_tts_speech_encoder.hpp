@@ -340,28 +340,27 @@ inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const f
   return encode(resampled, pool);
 }
 
-inline Qwen3TtsSpeechEncoder Qwen3TtsSpeechEncoder::load(const std::filesystem::path& speech_tokenizer_dir) {
-  const std::filesystem::path config_json = speech_tokenizer_dir / "config.json";
-  const io::JsonValue doc = io::read_json_file(config_json);
-  const io::ConfigView root(doc, config_json.string());
-  Qwen3TtsSpeechEncoder enc;
-  enc.config_ = Qwen3TtsSpeechEncoderConfig::from(root);
-  const Qwen3TtsSpeechEncoderConfig& c = enc.config_;
-  const io::ModelDirectory dir = io::ModelDirectory::open(speech_tokenizer_dir);
-  auto w = std::make_shared<detail::Qwen3TtsSpeechEncoderWeights>();
-  auto finite = [&](const std::string& name, const std::vector<float>& v) {
+namespace detail {
+
+/// Reads the speech tokenizer's tensors as f32, refusing non-finite values,
+/// and lays convolutions out as the encoder's kernels read them.
+class Qwen3TtsSpeechEncoderReader {
+ public:
+  explicit Qwen3TtsSpeechEncoderReader(const io::ModelDirectory& dir) : dir_(dir) {}
+
+  std::vector<float> tensor(const std::string& name, std::initializer_list<std::uint64_t> shape) const {
+    std::vector<float> v = dir_.to_f32(name, shape);
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!std::isfinite(v[i]))
-        throw error(dir.path().string() + ": tensor '" + name + "' holds a non-finite value at index " +
+        throw error(dir_.path().string() + ": tensor '" + name + "' holds a non-finite value at index " +
                     std::to_string(i) + "; the checkpoint is corrupt");
     return v;
-  };
-  auto tensor = [&](const std::string& name, std::initializer_list<std::uint64_t> shape) {
-    return finite(name, dir.to_f32(name, shape));
-  };
-  auto conv = [&](const std::string& prefix, std::uint32_t in, std::uint32_t out, std::uint32_t k, std::uint32_t stride,
-                  std::uint32_t dilation, bool bias) {
-    detail::Qwen3TtsEncoderConv cv;
+  }
+
+  /// `prefix`.conv.weight [out, in, k] stored as [out][k][in] (one GEMM row per output channel).
+  Qwen3TtsEncoderConv conv(const std::string& prefix, std::uint32_t in, std::uint32_t out, std::uint32_t k,
+                           std::uint32_t stride, std::uint32_t dilation, bool bias) const {
+    Qwen3TtsEncoderConv cv;
     cv.in = in, cv.out = out, cv.kernel = k, cv.stride = stride, cv.dilation = dilation;
     const std::vector<float> t = tensor(prefix + ".conv.weight", {out, in, k});
     cv.weight.resize(t.size());
@@ -370,76 +369,111 @@ inline Qwen3TtsSpeechEncoder Qwen3TtsSpeechEncoder::load(const std::filesystem::
         for (std::size_t j = 0; j < k; ++j) cv.weight[(o * k + j) * in + i] = t[(o * in + i) * k + j];
     if (bias) cv.bias = tensor(prefix + ".conv.bias", {out});
     return cv;
-  };
-  // encoder.encoder.layers.i follows MimiEncoder's module list: conv, then per
-  // ratio (reversed) its residual blocks, an ELU and the strided conv, then an
-  // ELU and the last conv (ELUs hold no weights but take an index).
+  }
+
+ private:
+  const io::ModelDirectory& dir_;
+};
+
+// encoder.encoder.layers.i follows MimiEncoder's module list: conv, then per
+// ratio (reversed) its residual blocks, an ELU and the strided conv, then an
+// ELU and the last conv (ELUs hold no weights but take an index).
+inline void load_encoder_convs(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+                               Qwen3TtsSpeechEncoderWeights& w) {
   std::size_t index = 0;
   auto layer = [&] { return "encoder.encoder.layers." + std::to_string(index++); };
-  w->first = conv(layer(), 1, c.num_filters, c.kernel_size, 1, 1, true);
+  w.first = read.conv(layer(), 1, c.num_filters, c.kernel_size, 1, 1, true);
   std::uint32_t channels = c.num_filters;
   for (auto ratio = c.upsampling_ratios.rbegin(); ratio != c.upsampling_ratios.rend(); ++ratio) {
-    detail::Qwen3TtsEncoderStage stage;
+    Qwen3TtsEncoderStage stage;
     std::uint32_t dilation = 1;
     for (std::uint32_t j = 0; j < c.num_residual_layers; ++j, dilation *= c.dilation_growth_rate) {
       const std::string p = layer() + ".block.";
-      stage.residuals.push_back({conv(p + "1", channels, channels / c.compress, c.residual_kernel_size, 1, dilation, true),
-                                 conv(p + "3", channels / c.compress, channels, 1, 1, 1, true)});
+      stage.residuals.push_back(
+          {read.conv(p + "1", channels, channels / c.compress, c.residual_kernel_size, 1, dilation, true),
+           read.conv(p + "3", channels / c.compress, channels, 1, 1, 1, true)});
     }
     ++index;  // ELU
-    stage.down = conv(layer(), channels, channels * 2, 2 * *ratio, *ratio, 1, true);
+    stage.down = read.conv(layer(), channels, channels * 2, 2 * *ratio, *ratio, 1, true);
     channels *= 2;
-    w->stages.push_back(std::move(stage));
+    w.stages.push_back(std::move(stage));
   }
   ++index;  // ELU
-  w->last = conv(layer(), channels, c.hidden_size, c.last_kernel_size, 1, 1, true);
+  w.last = read.conv(layer(), channels, c.hidden_size, c.last_kernel_size, 1, 1, true);
   const std::uint32_t stride = c.downsample_stride();
   if (stride > 1) {
-    w->downsample = conv("encoder.downsample", c.hidden_size, c.hidden_size, 2 * stride, stride, 1, false);
-    w->downsample.replicate = true;
+    w.downsample = read.conv("encoder.downsample", c.hidden_size, c.hidden_size, 2 * stride, stride, 1, false);
+    w.downsample.replicate = true;
   }
+}
+
+inline void load_encoder_transformer(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+                                     Qwen3TtsSpeechEncoderWeights& w) {
   const std::uint64_t h = c.hidden_size, f = c.intermediate_size, q = std::uint64_t{c.num_heads} * c.head_dim,
                       kv = std::uint64_t{c.num_kv_heads} * c.head_dim;
   for (std::uint32_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "encoder.encoder_transformer.layers." + std::to_string(l) + ".";
-    detail::Qwen3TtsEncoderLayer L;
-    L.norm1_w = tensor(p + "input_layernorm.weight", {h}), L.norm1_b = tensor(p + "input_layernorm.bias", {h});
-    L.norm2_w = tensor(p + "post_attention_layernorm.weight", {h});
-    L.norm2_b = tensor(p + "post_attention_layernorm.bias", {h});
-    L.attn_scale = tensor(p + "self_attn_layer_scale.scale", {h});
-    L.mlp_scale = tensor(p + "mlp_layer_scale.scale", {h});
-    L.q = tensor(p + "self_attn.q_proj.weight", {q, h}), L.k = tensor(p + "self_attn.k_proj.weight", {kv, h});
-    L.v = tensor(p + "self_attn.v_proj.weight", {kv, h}), L.o = tensor(p + "self_attn.o_proj.weight", {h, q});
-    L.fc1 = tensor(p + "mlp.fc1.weight", {f, h}), L.fc2 = tensor(p + "mlp.fc2.weight", {h, f});
-    w->layers.push_back(std::move(L));
+    Qwen3TtsEncoderLayer L;
+    L.norm1_w = read.tensor(p + "input_layernorm.weight", {h}), L.norm1_b = read.tensor(p + "input_layernorm.bias", {h});
+    L.norm2_w = read.tensor(p + "post_attention_layernorm.weight", {h});
+    L.norm2_b = read.tensor(p + "post_attention_layernorm.bias", {h});
+    L.attn_scale = read.tensor(p + "self_attn_layer_scale.scale", {h});
+    L.mlp_scale = read.tensor(p + "mlp_layer_scale.scale", {h});
+    L.q = read.tensor(p + "self_attn.q_proj.weight", {q, h}), L.k = read.tensor(p + "self_attn.k_proj.weight", {kv, h});
+    L.v = read.tensor(p + "self_attn.v_proj.weight", {kv, h}), L.o = read.tensor(p + "self_attn.o_proj.weight", {h, q});
+    L.fc1 = read.tensor(p + "mlp.fc1.weight", {f, h}), L.fc2 = read.tensor(p + "mlp.fc2.weight", {h, f});
+    w.layers.push_back(std::move(L));
   }
-  const std::uint64_t d = c.codebook_dim, n = c.codebook_size;
+}
+
+// Codebook entries are embed_sum / max(cluster_usage, 1e-5), as Mimi's
+// EuclideanCodebook computes them; their squared norms are kept for the
+// nearest-centroid search.
+inline void load_encoder_codebooks(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+                                   Qwen3TtsSpeechEncoderWeights& w) {
+  const std::uint64_t h = c.hidden_size, d = c.codebook_dim, n = c.codebook_size;
   const std::string semantic = "encoder.quantizer.semantic_residual_vector_quantizer.",
                     acoustic = "encoder.quantizer.acoustic_residual_vector_quantizer.";
   if (c.quantizer_dim != c.hidden_size) {
-    w->semantic_proj = tensor(semantic + "input_proj.weight", {d, h, 1});
-    w->acoustic_proj = tensor(acoustic + "input_proj.weight", {d, h, 1});
+    w.semantic_proj = read.tensor(semantic + "input_proj.weight", {d, h, 1});
+    w.acoustic_proj = read.tensor(acoustic + "input_proj.weight", {d, h, 1});
   } else {  // no projection: the identity
-    w->semantic_proj.assign(h * h, 0.0f);
-    for (std::size_t i = 0; i < h; ++i) w->semantic_proj[i * h + i] = 1.0f;
-    w->acoustic_proj = w->semantic_proj;
+    w.semantic_proj.assign(h * h, 0.0f);
+    for (std::size_t i = 0; i < h; ++i) w.semantic_proj[i * h + i] = 1.0f;
+    w.acoustic_proj = w.semantic_proj;
   }
   for (std::uint32_t qi = 0; qi < c.valid_quantizers; ++qi) {
     const bool sem = qi < c.num_semantic_quantizers;
     const std::string p = (sem ? semantic : acoustic) + "layers." +
                           std::to_string(sem ? qi : qi - c.num_semantic_quantizers) + ".codebook.";
-    const std::vector<float> sum = tensor(p + "embed_sum", {n, d}), usage = tensor(p + "cluster_usage", {n});
+    const std::vector<float> sum = read.tensor(p + "embed_sum", {n, d}), usage = read.tensor(p + "cluster_usage", {n});
     for (std::size_t i = 0; i < n; ++i) {
       const float u = std::max(usage[i], 1e-5f);
       double norm = 0.0;
       for (std::size_t j = 0; j < d; ++j) {
         const float e = sum[i * d + j] / u;
-        w->centroids.push_back(e);
+        w.centroids.push_back(e);
         norm += double(e) * e;
       }
-      w->centroid_norms.push_back(static_cast<float>(norm));
+      w.centroid_norms.push_back(static_cast<float>(norm));
     }
   }
+}
+
+}  // namespace detail
+
+inline Qwen3TtsSpeechEncoder Qwen3TtsSpeechEncoder::load(const std::filesystem::path& speech_tokenizer_dir) {
+  const std::filesystem::path config_json = speech_tokenizer_dir / "config.json";
+  const io::JsonValue doc = io::read_json_file(config_json);
+  const io::ConfigView root(doc, config_json.string());
+  Qwen3TtsSpeechEncoder enc;
+  enc.config_ = Qwen3TtsSpeechEncoderConfig::from(root);
+  const io::ModelDirectory dir = io::ModelDirectory::open(speech_tokenizer_dir);
+  const detail::Qwen3TtsSpeechEncoderReader read(dir);
+  auto w = std::make_shared<detail::Qwen3TtsSpeechEncoderWeights>();
+  detail::load_encoder_convs(read, enc.config_, *w);
+  detail::load_encoder_transformer(read, enc.config_, *w);
+  detail::load_encoder_codebooks(read, enc.config_, *w);
   enc.weights_ = std::move(w);
   return enc;
 }

@@ -89,10 +89,21 @@ class TokenBudgetScheduler {
   void update(const StepResult& result, KV& kv);
 
   /// Ends a request in any state (waiting, preempted, running, paused), frees
-  /// its blocks and forgets it. False if `id` is unknown.
+  /// its blocks and forgets it. False if `id` is unknown. With
+  /// FinishReason::error the blocks past its computed tokens also lose their
+  /// prefix-cache keys (its last step may not have written them).
   template <class KV>
     requires KVCachePolicy<KV>
   bool finish(RequestId id, FinishReason reason, KV& kv);
+
+  /// Preempts a running request of the last plan after schedule(), because
+  /// the executor could not run it this step (a device out of memory): its
+  /// blocks are freed (those planned for this step lose their prefix-cache
+  /// keys: nothing was written), it waits to be recomputed from its original
+  /// place in the queue, and update() skips it. False if it is not running.
+  template <class KV>
+    requires KVCachePolicy<KV>
+  bool preempt_scheduled(RequestId id, KV& kv);
 
   /// A paused request keeps its blocks and its queue position but is not
   /// scheduled or admitted until resumed. Unknown ids are ignored.

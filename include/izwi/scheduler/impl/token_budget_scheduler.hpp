@@ -255,12 +255,21 @@ void TokenBudgetScheduler<Q, V, O>::update(const StepResult& result, [[maybe_unu
 template <class Q, class V, class O>
 template <class KV>
   requires KVCachePolicy<KV>
-bool TokenBudgetScheduler<Q, V, O>::finish(RequestId id, [[maybe_unused]] FinishReason reason, KV& kv) {
+bool TokenBudgetScheduler<Q, V, O>::finish(RequestId id, FinishReason reason, KV& kv) {
   const auto it = states_.find(id);
   if (it == states_.end()) return false;
   SequenceState& s = *it->second;
   if (s.status == RequestStatus::running) {
-    kv.free(id);
+    // A request failed by its step (a fault, a device out of memory) may not
+    // have written the blocks planned for it: they must not stay hittable.
+    if constexpr (requires { kv.free_unwritten(id, s.num_computed_tokens); }) {
+      if (reason == FinishReason::error)
+        kv.free_unwritten(id, s.num_computed_tokens);
+      else
+        kv.free(id);
+    } else {
+      kv.free(id);
+    }
     running_.erase(std::find(running_.begin(), running_.end(), &s));
   } else {
     if (!s.paused) waiting_.erase(s);
@@ -269,6 +278,29 @@ bool TokenBudgetScheduler<Q, V, O>::finish(RequestId id, [[maybe_unused]] Finish
   std::replace(planned_states_.begin(), planned_states_.end(), &s, static_cast<SequenceState*>(nullptr));
   s.status = RequestStatus::finished;
   states_.erase(it);
+  return true;
+}
+
+template <class Q, class V, class O>
+template <class KV>
+  requires KVCachePolicy<KV>
+bool TokenBudgetScheduler<Q, V, O>::preempt_scheduled(RequestId id, KV& kv) {
+  const auto it = states_.find(id);
+  if (it == states_.end() || it->second->status != RequestStatus::running) return false;
+  SequenceState& s = *it->second;
+  std::replace(planned_states_.begin(), planned_states_.end(), &s, static_cast<SequenceState*>(nullptr));
+  // num_computed_tokens is still the step's start: what the cache holds.
+  if constexpr (requires { kv.free_unwritten(id, s.num_computed_tokens); })
+    kv.free_unwritten(id, s.num_computed_tokens);
+  else
+    kv.free(id);
+  running_.erase(std::find(running_.begin(), running_.end(), &s));
+  s.num_computed_tokens = 0;
+  s.status = RequestStatus::preempted;
+  ++s.num_preemptions;
+  ++num_preemptions_;
+  if (!s.paused) waiting_.push(s);  // original key: resumes ahead of later arrivals
+  ++num_waiting_;
   return true;
 }
 

@@ -24,10 +24,13 @@ IZWI_DECL std::unique_ptr<AnyEngine> serve_qwen3_on_opencl(Qwen3 model, std::sha
   OpenClExecutor<Qwen3> executor(std::move(model), context);
   const bool priority = settings.scheduling == SchedulingPolicy::priority;
   if (settings.kv_cache == KVCacheKind::unified) {
-    // Host memory the device reads in place (CL_MEM_USE_HOST_PTR): zero copy
-    // on devices that share the host's memory, with the cache's
-    // memory-pressure behaviour unchanged (docs/opencl.md).
+    // Memory the host and the device use in place: shared virtual memory
+    // where the device has it, else host memory aliased (CL_MEM_USE_HOST_PTR),
+    // with the cache's memory-pressure behaviour unchanged. A device that does
+    // not share the host's memory (a discrete GPU) is refused here, at load,
+    // with the reason (docs/opencl.md).
     UnifiedKVCacheConfig cache_config;
+    cache_config.memory = opencl::unified_memory_for(context);
     cache_config.memory_fraction = settings.kv_cache_memory_fraction;
     cache_config.enable_prefix_caching = settings.enable_prefix_caching;
     UnifiedKVCache<> cache(executor.kv_cache_shape(), cache_config);

@@ -6,8 +6,10 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "izwi/kernels/cpu/attention.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
@@ -36,14 +38,55 @@ struct AttentionTask {
   std::size_t t0, t1;  // query tokens [t0, t1) of the sequence
 };
 
+/// A K or V row of the cache read in its stored type (f32, f16 or bf16),
+/// widened in registers as it is used: a decoding query uses each cached
+/// element once, so widening rows into a scratch tile first would only add a
+/// store and a load per element. The values are the same either way.
+template <class Arch, DType D>
+struct CacheRow {
+  using S = Simd<Arch>;
+  using Elem = std::conditional_t<D == DType::f32, float, std::uint16_t>;
+  static typename S::vec load(const void* row, std::size_t d) noexcept {
+    const Elem* p = static_cast<const Elem*>(row) + d;
+    if constexpr (D == DType::f32) return S::load(p);
+    else if constexpr (D == DType::f16) return S::load_f16(p);
+    else return S::load_bf16(p);
+  }
+  static float at(const void* row, std::size_t d) noexcept {
+    const Elem e = static_cast<const Elem*>(row)[d];
+    if constexpr (D == DType::f32) return e;
+    else if constexpr (D == DType::f16) return f16_bits_to_f32(e);
+    else return bf16_bits_to_f32(e);
+  }
+};
+
+/// a[d, d + U lanes-wide vectors) = a * vcorr + sum over the visible keys j of
+/// scores[j] * v_rows[j]: U independent FMA chains, keys in order.
+template <class Arch, DType D, std::size_t U>
+inline void accumulate_values(const float* scores, const void* const* v_rows, std::size_t visible, std::size_t d,
+                              typename Simd<Arch>::vec vcorr, float* a) noexcept {
+  using S = Simd<Arch>;
+  using vec = typename S::vec;
+  using Row = CacheRow<Arch, D>;
+  constexpr std::size_t L = S::lanes;
+  vec sums[U];
+  for (std::size_t u = 0; u < U; ++u) sums[u] = S::load(a + d + u * L) * vcorr;
+  for (std::size_t j = 0; j < visible; ++j) {
+    const vec p = S::broadcast(scores[j]);
+    for (std::size_t u = 0; u < U; ++u) sums[u] = S::fma(p, Row::load(v_rows[j], d + u * L), sums[u]);
+  }
+  for (std::size_t u = 0; u < U; ++u) S::store(a + d + u * L, sums[u]);
+}
+
 /// One query vector against one tile of attention_key_tile keys (rows past
 /// `visible` are masked): scores, online-softmax update of (run_max,
-/// run_sum), and a = a * correction + sum_j p_j v_j.
-template <class Arch>
-inline void attend_tile(const float* qv, const float* const* k_rows, const float* const* v_rows, std::size_t visible,
+/// run_sum), and a = a * correction + sum_j p_j v_j. Rows hold `CD` values.
+template <class Arch, DType CD>
+inline void attend_tile(const float* qv, const void* const* k_rows, const void* const* v_rows, std::size_t visible,
                         std::size_t D, float scale, float& run_max, float& run_sum, float* a) noexcept {
   using S = Simd<Arch>;
   using vec = typename S::vec;
+  using Row = CacheRow<Arch, CD>;
   constexpr std::size_t L = S::lanes;
   constexpr std::size_t TK = attention_key_tile;
   const std::size_t d_vec = D / L * L;
@@ -54,11 +97,11 @@ inline void attend_tile(const float* qv, const float* const* k_rows, const float
     for (std::size_t i = 0; i < L; ++i) dots[i] = S::zero();
     for (std::size_t d = 0; d < d_vec; d += L) {
       const vec qd = S::load(qv + d);
-      for (std::size_t i = 0; i < L; ++i) dots[i] = S::fma(qd, S::load(k_rows[jg + i] + d), dots[i]);
+      for (std::size_t i = 0; i < L; ++i) dots[i] = S::fma(qd, Row::load(k_rows[jg + i], d), dots[i]);
     }
     S::store(scores + jg, S::sum_each(dots));
     for (std::size_t d = d_vec; d < D; ++d)
-      for (std::size_t i = 0; i < L; ++i) scores[jg + i] += qv[d] * k_rows[jg + i][d];
+      for (std::size_t i = 0; i < L; ++i) scores[jg + i] += qv[d] * Row::at(k_rows[jg + i], d);
   }
   // Scale, mask the keys this query may not see, and take the tile's maximum.
   const vec vscale = S::broadcast(scale);
@@ -81,29 +124,29 @@ inline void attend_tile(const float* qv, const float* const* k_rows, const float
     vsum = vsum + e;
   }
   run_sum = run_sum * correction + S::sum(vsum);
-  // acc = acc * correction + sum_j p_j v_j, a vector of head dims at a time.
-  // U vectors of head dims at once: independent FMA chains (one chain
-  // would wait on the FMA latency for every key).
+  // acc = acc * correction + sum_j p_j v_j: 8 vectors of head dims at a
+  // time, then 4, 2, 1 for the rest (head_dim 64 in 16 lanes, Whisper's, is
+  // one pass of 4), so there are always several independent FMA chains (one
+  // chain would wait on the FMA latency for every key). Each lane adds its
+  // keys in the same order whatever the grouping.
   const vec vcorr = S::broadcast(correction);
-  constexpr std::size_t U = 8;
   std::size_t d = 0;
-  for (; d + U * L <= d_vec; d += U * L) {
-    vec sums[U];
-    for (std::size_t u = 0; u < U; ++u) sums[u] = S::load(a + d + u * L) * vcorr;
-    for (std::size_t j = 0; j < visible; ++j) {
-      const vec p = S::broadcast(scores[j]);
-      for (std::size_t u = 0; u < U; ++u) sums[u] = S::fma(p, S::load(v_rows[j] + d + u * L), sums[u]);
-    }
-    for (std::size_t u = 0; u < U; ++u) S::store(a + d + u * L, sums[u]);
+  for (; d + 8 * L <= d_vec; d += 8 * L) accumulate_values<Arch, CD, 8>(scores, v_rows, visible, d, vcorr, a);
+  if (d + 4 * L <= d_vec) {
+    accumulate_values<Arch, CD, 4>(scores, v_rows, visible, d, vcorr, a);
+    d += 4 * L;
   }
-  for (; d < d_vec; d += L) {
-    vec sum = S::load(a + d) * vcorr;
-    for (std::size_t j = 0; j < visible; ++j) sum = S::fma(S::broadcast(scores[j]), S::load(v_rows[j] + d), sum);
-    S::store(a + d, sum);
+  if (d + 2 * L <= d_vec) {
+    accumulate_values<Arch, CD, 2>(scores, v_rows, visible, d, vcorr, a);
+    d += 2 * L;
+  }
+  if (d + L <= d_vec) {
+    accumulate_values<Arch, CD, 1>(scores, v_rows, visible, d, vcorr, a);
+    d += L;
   }
   for (std::size_t d = d_vec; d < D; ++d) {
     float sum = a[d] * correction;
-    for (std::size_t j = 0; j < visible; ++j) sum += scores[j] * v_rows[j][d];
+    for (std::size_t j = 0; j < visible; ++j) sum += scores[j] * Row::at(v_rows[j], d);
     a[d] = sum;
   }
 }
@@ -133,8 +176,8 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
   // last query sees the most under the causal rule).
   const std::size_t first = seq.first_visible, end = seq.visible_limit(task.t1 - 1);
   const std::size_t elem_bytes = dtype_size(shape.cache_dtype), row_bytes = D * elem_bytes;
-  const float* k_rows[TK];
-  const float* v_rows[TK];
+  const void* k_rows[TK];
+  const void* v_rows[TK];
   // A head's rows are a cache-row apart and scattered over blocks, which the
   // hardware prefetchers do not follow: fetch the next tile while this one
   // is computed (the difference between latency- and bandwidth-bound decode).
@@ -177,7 +220,7 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
         const std::size_t head = task.kv_head * group + g;
         const float* qv = q + (seq.first_row + t) * q_ld + head * D;
         const std::size_t qi = (t - task.t0) * group + g;
-        attend_tile<Arch>(qv, k_rows, v_rows, visible, D, scale, run_max[qi], run_sum[qi], acc + qi * D);
+        attend_tile<Arch, DType::f32>(qv, k_rows, v_rows, visible, D, scale, run_max[qi], run_sum[qi], acc + qi * D);
       }
     }
   }
@@ -193,26 +236,26 @@ inline void attention_task(const float* q, const AttentionTask& task, const KVLa
 /// A decoding sequence's one query token against positions [p0, p1) of its
 /// context, for every head: the rows are read whole (all kv heads of a
 /// position are contiguous), which the hardware prefetchers stream, unlike
-/// one head's slice of every row. Writes per head [acc (head_dim)][max][sum]
-/// to `partial`; attention_merge combines the chunks.
-template <class Arch>
-inline void attention_decode_chunk(const float* q, const AttentionSequence& seq, std::size_t p0, std::size_t p1,
-                                   const KVLayerView& kv, const AttentionShape& shape, float scale, std::size_t q_ld,
-                                   float* partial, float* scratch) noexcept {
+/// one head's slice of every row, and in the cache's own type (CacheRow).
+/// Writes per head [acc (head_dim)][max][sum] to `partial`;
+/// attention_merge combines the chunks.
+template <class Arch, DType CD>
+inline void attention_decode_chunk_of(const float* q, const AttentionSequence& seq, std::size_t p0, std::size_t p1,
+                                      const KVLayerView& kv, const AttentionShape& shape, float scale,
+                                      std::size_t q_ld, float* partial) noexcept {
   constexpr std::size_t TK = attention_key_tile;
   const std::size_t D = shape.head_dim, bs = shape.block_size;
   const std::size_t group = shape.num_heads / shape.num_kv_heads;
   const std::size_t row_elements = shape.num_kv_heads * D;
-  float* k_tile = scratch;
-  float* v_tile = k_tile + TK * D;
+  const std::size_t elem_bytes = dtype_size(CD);
   for (std::size_t h = 0; h < shape.num_heads; ++h) {
     float* part = partial + h * (D + 2);
     std::fill(part, part + D, 0.0f);
     part[D] = -std::numeric_limits<float>::infinity();
     part[D + 1] = 0.0f;
   }
-  const float* k_rows[TK];
-  const float* v_rows[TK];
+  const void* k_rows[TK];
+  const void* v_rows[TK];
   std::size_t offsets[TK];
   const float* query = q + seq.first_row * q_ld;
   for (std::size_t j0 = p0; j0 < p1; j0 += TK) {
@@ -223,24 +266,28 @@ inline void attention_decode_chunk(const float* q, const AttentionSequence& seq,
     }
     for (std::size_t kvh = 0; kvh < shape.num_kv_heads; ++kvh) {
       for (std::size_t j = 0; j < nj; ++j) {
-        const std::size_t offset = offsets[j] + kvh * D;
-        if (shape.cache_dtype == DType::f32) {
-          k_rows[j] = reinterpret_cast<const float*>(kv.keys) + offset;
-          v_rows[j] = reinterpret_cast<const float*>(kv.values) + offset;
-        } else {
-          widen_cache_row<Arch>(kv.keys, offset, shape.cache_dtype, D, k_tile + j * D);
-          widen_cache_row<Arch>(kv.values, offset, shape.cache_dtype, D, v_tile + j * D);
-          k_rows[j] = k_tile + j * D;
-          v_rows[j] = v_tile + j * D;
-        }
+        const std::size_t byte = (offsets[j] + kvh * D) * elem_bytes;
+        k_rows[j] = kv.keys + byte;
+        v_rows[j] = kv.values + byte;
       }
       for (std::size_t j = nj; j < TK; ++j) k_rows[j] = k_rows[0];  // scored, then masked
       for (std::size_t g = 0; g < group; ++g) {
         const std::size_t head = kvh * group + g;
         float* part = partial + head * (D + 2);
-        attend_tile<Arch>(query + head * D, k_rows, v_rows, nj, D, scale, part[D], part[D + 1], part);
+        attend_tile<Arch, CD>(query + head * D, k_rows, v_rows, nj, D, scale, part[D], part[D + 1], part);
       }
     }
+  }
+}
+
+template <class Arch>
+inline void attention_decode_chunk(const float* q, const AttentionSequence& seq, std::size_t p0, std::size_t p1,
+                                   const KVLayerView& kv, const AttentionShape& shape, float scale, std::size_t q_ld,
+                                   float* partial) noexcept {
+  switch (shape.cache_dtype) {
+    case DType::f32: return attention_decode_chunk_of<Arch, DType::f32>(q, seq, p0, p1, kv, shape, scale, q_ld, partial);
+    case DType::f16: return attention_decode_chunk_of<Arch, DType::f16>(q, seq, p0, p1, kv, shape, scale, q_ld, partial);
+    default: return attention_decode_chunk_of<Arch, DType::bf16>(q, seq, p0, p1, kv, shape, scale, q_ld, partial);
   }
 }
 
@@ -305,7 +352,7 @@ inline void paged_attention(const float* q, std::span<const AttentionSequence> s
       const std::size_t chunk = decode_chunk_positions(context, pool.size());
       const std::size_t p0 = seq.first_visible + std::min(context, local * chunk);
       const std::size_t p1 = seq.first_visible + std::min(context, (local + 1) * chunk);
-      attention_decode_chunk<Arch>(q, seq, p0, p1, kv, shape, scale, q_ld, partials + t * H * (D + 2), scratch);
+      attention_decode_chunk<Arch>(q, seq, p0, p1, kv, shape, scale, q_ld, partials + t * H * (D + 2));
       return;
     }
     const std::size_t kv_head = local % shape.num_kv_heads, block = local / shape.num_kv_heads;

@@ -63,6 +63,20 @@ inline std::string platform_info_string(cl_platform_id platform, cl_platform_inf
   return s;
 }
 
+inline DeviceMemorySharing read_memory_sharing(cl_device_id device) {
+  DeviceMemorySharing sharing;
+  cl_bool unified = CL_FALSE;
+  if (clGetDeviceInfo(device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr) == CL_SUCCESS)
+    sharing.host_unified_memory = unified == CL_TRUE;
+  // An OpenCL 1.x device does not know the query: it answers CL_INVALID_VALUE, and has no SVM.
+  const std::string version = device_info_string(device, CL_DEVICE_VERSION);  // "OpenCL 3.0 ..."
+  if (version.rfind("OpenCL 1.", 0) == 0) return sharing;
+  cl_device_svm_capabilities caps = 0;
+  if (clGetDeviceInfo(device, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, nullptr) == CL_SUCCESS)
+    sharing.svm_capabilities = caps;
+  return sharing;
+}
+
 inline std::vector<cl_platform_id> platforms() {
   cl_uint count = 0;
   if (clGetPlatformIDs(0, nullptr, &count) != CL_SUCCESS || count == 0) return {};
@@ -189,6 +203,8 @@ inline std::shared_ptr<Context> Context::create(const ContextOptions& options) {
   // has them (OpenCL 1.2 kernels see them only through cl_khr_subgroups).
   const std::string extensions = " " + detail::device_info_string(ctx->device_, CL_DEVICE_EXTENSIONS) + " ";
   ctx->has_subgroups_ = extensions.find(" cl_khr_subgroups ") != std::string::npos;
+  ctx->memory_sharing_ = options.memory_sharing_override ? *options.memory_sharing_override
+                                                         : detail::read_memory_sharing(ctx->device_);
   ctx->build_options_ = ctx->has_subgroups_ ? "-cl-std=CL1.2 -DIZWI_HAVE_SUBGROUPS=1" : "-cl-std=CL1.2";
   std::filesystem::path cache_dir = options.program_cache_dir;
   if (cache_dir.empty()) cache_dir = detail::default_program_cache_dir();

@@ -188,6 +188,18 @@ inline void BlockManager::free(RequestId id) noexcept {
   index_.erase(it);
 }
 
+inline void BlockManager::free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
+  if (const SequenceBlocks* s = find(id)) {
+    for (std::size_t i = num_written_tokens / block_size_; i < s->blocks.size(); ++i) {
+      const BlockId b = s->blocks[i];
+      if (!pool_.has_hash(b)) continue;
+      forget_key(b, pool_.hash(b));
+      pool_.drop_hash(b);
+    }
+  }
+  free(id);
+}
+
 inline std::span<const BlockId> BlockManager::block_table(RequestId id) const noexcept {
   const SequenceBlocks* s = find(id);
   return s ? std::span<const BlockId>(s->blocks) : std::span<const BlockId>();
