@@ -107,6 +107,8 @@ void batched_decode_args(benchmark::internal::Benchmark* b) {
   for (int dtype : {1, 2, 3})
     for (int m : {2, 4, 8, 16})
       for (int threads : {1, 2}) b->Args({dtype, 3072, 1024, m, threads});
+  for (int dtype : {1, 2})  // down_proj's shape, at the 16 sequences of the batched-decode goal
+    for (int threads : {1, 2}) b->Args({dtype, 1024, 3072, 16, threads});
 }
 // Qwen3-TTS prompt-sized steps (the talker's MLP up/gate shape of the 0.6B).
 void tts_prefill_args(benchmark::internal::Benchmark* b) {
@@ -116,7 +118,7 @@ void tts_prefill_args(benchmark::internal::Benchmark* b) {
 }
 void gemm_args(benchmark::internal::Benchmark* b) {
   for (int dtype : {1, 2, 3})
-    for (auto [n, k] : {std::pair{1024, 1024}, std::pair{3072, 1024}})
+    for (auto [n, k] : {std::pair{1024, 1024}, std::pair{3072, 1024}, std::pair{1024, 3072}})
       for (int threads : {1, 2}) b->Args({dtype, n, k, 512, threads});
 }
 

@@ -9,7 +9,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "kernel_test_util.hpp"
@@ -29,6 +34,20 @@ constexpr double relative_tolerance = 2e-6;
 bool quantizes_activations(const KernelTable& kernels, DType dtype, std::size_t m) {
   return dtype == DType::q8_0 && m <= kernels.q8_0_quantized_max_rows;
 }
+
+/// Whether matmul rounds the activations to bf16 and multiplies on AMX tiles
+/// (detail/matmul_amx_kernels.hpp) for these weights and rows.
+bool rounds_activations_to_bf16(const KernelTable& kernels, DType dtype, std::size_t m) {
+  return dtype == DType::bf16 && kernels.bf16_amx_min_rows != 0 && m >= kernels.bf16_amx_min_rows;
+}
+
+/// The AMX path's documented bound against the exact product: each
+/// activation moves by at most half a bf16 step, 2^-9 of its magnitude, so
+/// 2^-8 * sum |x w| holds with room.
+double bf16_rounding_bound(double magnitude) { return 0x1p-8 * magnitude; }
+
+/// x rounded to bf16 as the AMX path rounds it (to nearest even).
+double bf16_rounded(float x) { return double(bf16_to_f32(f32_to_bf16(x))); }
 
 /// One activation block quantized as the integer path documents it.
 float quantize_block(const float* x, std::int8_t* q) {
@@ -104,17 +123,22 @@ void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::s
   std::copy(x_values.begin(), x_values.end(), x);
   std::vector<float> y(m * ldy, -12345.0f);
   kernels.matmul(x, ldx, m, w.matrix, y.data(), ldy, pool);
+  const bool bf16_activations = rounds_activations_to_bf16(kernels, dtype, m);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      double ref = 0, mag = 0;
+      double ref = 0, mag = 0, ref_rounded = 0;
       for (std::size_t l = 0; l < k; ++l) {
         ref += double(x[i * ldx + l]) * double(w.values[j * k + l]);
         mag += std::fabs(double(x[i * ldx + l]) * double(w.values[j * k + l]));
+        if (bf16_activations) ref_rounded += bf16_rounded(x[i * ldx + l]) * double(w.values[j * k + l]);
       }
       const double err = std::fabs(double(y[i * ldy + j]) - ref);
       const double quantization =
-          quantizes_activations(kernels, dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k) : 0.0;
-      const double bound = relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization;
+          quantizes_activations(kernels, dtype, m) ? q8_quantization_bound(x + i * ldx, w.values.data() + j * k, k)
+          : bf16_activations                       ? bf16_rounding_bound(mag)
+                                                   : 0.0;
+      const double float_bound = relative_tolerance * (mag + 1.0) * std::sqrt(double(k));
+      const double bound = float_bound + quantization;
       // Every element is checked; Catch's INFO and REQUIRE run only for one
       // that fails: formatting the message for each of ~10^6 elements was
       // most of this test's time, 87 s of the kernel suite's 112 under qemu.
@@ -122,6 +146,12 @@ void check_matmul(const KernelTable& kernels, DType dtype, std::size_t m, std::s
         INFO("dtype " << to_string(dtype) << " m " << m << " k " << k << " n " << n << " at " << i << "," << j
                       << (align_x ? " (x aligned)" : ""));
         REQUIRE(err <= bound);
+      }
+      // The AMX path is the product of the bf16-rounded activations, to
+      // float accumulation: that pins the rounding (to nearest even) too.
+      if (bf16_activations && !(std::fabs(double(y[i * ldy + j]) - ref_rounded) <= float_bound)) {
+        INFO("AMX path, m " << m << " k " << k << " n " << n << " at " << i << "," << j);
+        REQUIRE(std::fabs(double(y[i * ldy + j]) - ref_rounded) <= float_bound);
       }
     }
     for (std::size_t j = n; j < ldy; ++j)
@@ -157,6 +187,15 @@ void check_all_sizes(const KernelTable& kernels, izwi::detail::ThreadPool& pool)
     // Deeper than a widened Q8_0 tile (1024 values): tiles in two pieces.
     const std::size_t deep = dtype == DType::q8_0 ? 1088 : 1041;
     for (std::size_t m : {1, 2, 7, 12, 16}) check_matmul(kernels, dtype, m, deep, 13, pool);
+    // Batched decode over whole 32-row blocks and a ragged one, with a tail
+    // of k (BF16 on AMX: weight tiles read in place, then copied).
+    for (std::size_t m : {5, 16}) check_matmul(kernels, dtype, m, deep, 133, pool);
+    // The GEMM (BF16 on AMX: one, two and three 16-row blocks, a pair and an
+    // odd one; panels of 64 columns and a part of one; k a multiple of the
+    // tile's 32 and not).
+    for (std::size_t m : {17, 32, 33, 48, 50})
+      for (std::size_t k : {ks.front(), std::size_t{64}, ks.back()}) check_matmul(kernels, dtype, m, k, 133, pool);
+    check_matmul(kernels, dtype, 40, deep, 200, pool, 7, 9);
   }
 }
 
@@ -189,10 +228,16 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
     std::vector<float> y(2 * 5);
     kernels::cpu::matmul(x.data(), 2, 64, w.matrix, y.data(), pool);
     for (std::size_t j = 0; j < 5; ++j) {
-      double ref = 0;
-      for (std::size_t l = 0; l < 64; ++l) ref += double(x[64 + l]) * w.values[j * 64 + l];
+      double ref = 0, mag = 0;
+      for (std::size_t l = 0; l < 64; ++l) {
+        ref += double(x[64 + l]) * w.values[j * 64 + l];
+        mag += std::fabs(double(x[64 + l]) * w.values[j * 64 + l]);
+      }
+      const KernelTable& active = kernels::cpu::active_kernels();
       const double quantization =
-          quantizes_activations(kernels::cpu::active_kernels(), dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64) : 0.0;
+          quantizes_activations(active, dtype, 2) ? q8_quantization_bound(x.data() + 64, w.values.data() + j * 64, 64)
+          : rounds_activations_to_bf16(active, dtype, 2) ? bf16_rounding_bound(mag)
+                                                         : 0.0;
       REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4 + quantization);
     }
   }
@@ -228,9 +273,11 @@ TEST_CASE("matmul_group: several weights over the same activations, into column 
                 ref += double(x[r * k + l]) * double(ws[i]->values[j * k + l]);
                 mag += std::fabs(double(x[r * k + l]) * double(ws[i]->values[j * k + l]));
               }
-              const double quantization = quantizes_activations(kernels, dtype, m)
-                                              ? q8_quantization_bound(x.data() + r * k, ws[i]->values.data() + j * k, k)
-                                              : 0.0;
+              const double quantization =
+                  quantizes_activations(kernels, dtype, m)
+                      ? q8_quantization_bound(x.data() + r * k, ws[i]->values.data() + j * k, k)
+                  : rounds_activations_to_bf16(kernels, dtype, m) ? bf16_rounding_bound(mag)
+                                                                  : 0.0;
               REQUIRE(std::fabs(double(y[r * ldy + offsets[i] + j]) - ref) <=
                       relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
             }
@@ -396,4 +443,64 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
   std::vector<float> y(active_rows * n);
   kernels::cpu::matmul(x.data(), active_rows, k, w.matrix, y.data(), pool);
   check_rows(y, active_rows, 0);
+}
+
+namespace {
+
+/// AMX-TILE and AMX-BF16 by cpuid (leaf 7, EDX bits 24 and 22), read here
+/// independently of the dispatcher (libgcc 12's __builtin_cpu_supports does
+/// not know them).
+bool cpu_has_amx_bf16() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx & (1u << 24)) && (edx & (1u << 22));
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in any batch of 4 or more, NaN activations",
+          "[kernels][matmul]") {
+  // Only "avx512" may round BF16 activations; "avx512bw" keeps the widening
+  // path on the same CPU, so the every-variant tests above cover both.
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    if (std::string_view(kernels.name) != "avx512") REQUIRE(kernels.bf16_amx_min_rows == 0);
+    else REQUIRE((kernels.bf16_amx_min_rows == 0 || kernels.bf16_amx_min_rows >= kernels::cpu::batched_min_rows));
+  });
+  const KernelTable* avx512 = kernels::cpu::kernels_for("avx512");
+  if (avx512 == nullptr || !cpu_has_amx_bf16()) {
+    // Worded as for_each_variant's variant skips: "SKIPPED:" would mark the
+    // whole executable skipped in the emulated-CPU runs (run_on_cpu_model.cmake).
+    WARN("kernel variant avx512's AMX path skipped: this CPU lacks AVX-512 or AMX-BF16");
+    return;
+  }
+  // Linux 5.16+ grants the tile state on request; the dispatcher asks.
+  REQUIRE(avx512->bf16_amx_min_rows != 0);
+  const std::size_t m = 40, k = 300, n = 70;
+  const auto w = kernel_test::make_weights(DType::bf16, n, k, 11);
+  auto x = kernel_test::random_floats(m * k, 12);
+  x[5 * k + 17] = std::numeric_limits<float>::quiet_NaN();
+  izwi::detail::ThreadPool pool(3);
+  // 40 rows (the GEMM's packed panels) against 8 + 16 + 16 (the batched
+  // decode's in-place weight tiles, rows in the other operand).
+  std::vector<float> all(m * n), split(m * n);
+  avx512->matmul(x.data(), k, m, w.matrix, all.data(), n, pool);
+  avx512->matmul(x.data(), k, 8, w.matrix, split.data(), n, pool);
+  avx512->matmul(x.data() + 8 * k, k, 16, w.matrix, split.data() + 8 * n, n, pool);
+  avx512->matmul(x.data() + 24 * k, k, 16, w.matrix, split.data() + 24 * n, n, pool);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t j = 0; j < n; ++j) {
+      const float alone = split[r * n + j];
+      INFO("row " << r << " column " << j);
+      if (r == 5) {
+        REQUIRE(std::isnan(all[r * n + j]));
+        REQUIRE(std::isnan(alone));
+      } else {
+        REQUIRE(std::isfinite(all[r * n + j]));
+        REQUIRE(all[r * n + j] == alone);  // bit for bit, whatever the other rows
+      }
+    }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "izwi/executor/detail/cpu_ops.hpp"
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/opencl/ops.hpp"
 #include "izwi/kernels/opencl/unified_memory.hpp"
@@ -58,7 +59,12 @@ TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "
       // 8-bit blocks too (integer dot products, as llama.cpp's CPU backend):
       // up to half a step of 1/127 of a block's largest value per activation
       // (measured 0.44% here); the GPU widens the weights and stays in f32.
-      const bool cpu_quantizes = dtype == DType::q8_0 && m <= kernels::cpu::gemv_max_rows;
+      // BF16 from KernelTable::bf16_amx_min_rows rows ("avx512" on a CPU
+      // with AMX-BF16) rounds the activations to bf16 (at most 2^-9
+      // relative per value; measured 0.13% here).
+      const std::size_t amx_rows = kernels::cpu::active_kernels().bf16_amx_min_rows;
+      const bool cpu_quantizes = (dtype == DType::q8_0 && m <= kernels::cpu::gemv_max_rows) ||
+                                 (dtype == DType::bf16 && amx_rows != 0 && m >= amx_rows);
       CHECK(relative_error(actual, expected) <= (cpu_quantizes ? 1e-2 : f32_tolerance));
     }
     const std::vector<TokenId> tokens = {0, 99, 42, 42, 7};
@@ -90,10 +96,11 @@ TEST_CASE("every OpenCL matmul kernel equals the CPU's at every M and ragged N, 
       for (std::size_t m : {1u, 2u, 3u, 8u, 9u, 33u}) {
         const auto x = kernel_test::random_floats(m * cols, static_cast<std::uint32_t>(m + cols));
         std::vector<float> expected(m * rows);
-        if (dtype == DType::q8_0) {
-          // The CPU quantizes the activations for Q8_0 at decode sizes
-          // (docs/kernels.md); these kernels keep them in float, so their
-          // reference is the float product with the dequantized weights.
+        if (dtype == DType::q8_0 || dtype == DType::bf16) {
+          // The CPU quantizes the activations for Q8_0 at decode sizes, and
+          // rounds them to bf16 for BF16 on AMX (docs/kernels.md); these
+          // kernels keep them in float, so their reference is the float
+          // product with the dequantized weights.
           for (std::size_t i = 0; i < m; ++i)
             for (std::size_t j = 0; j < rows; ++j) {
               double sum = 0;

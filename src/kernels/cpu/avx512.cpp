@@ -15,13 +15,19 @@
 namespace izwi::kernels::cpu::variants {
 
 static_assert(std::is_same_v<detail::KernelArch, xsimd::avx512bw>, "xsimd did not pick AVX-512 BW");
-// Three tables of one instantiation, differing only in the Q8_0 matmuls'
+// Tables of one instantiation, differing only in the Q8_0 matmuls'
 // int8 dot product (detail/matmul_q8_kernels.hpp): "avx512" with VNNI's
 // vpdpbusd, chosen by baseline.cpp on a CPU with AVX512_VNNI; "avx512" with
 // AVX-512 BW's vpmaddubsw for a CPU without it; and that same code as
 // "avx512bw", so that tests and IZWI_CPU_ARCH reach it on a VNNI CPU too.
+// A fourth, "avx512" with VNNI and BF16 weights on AMX tiles
+// (detail/matmul_amx_kernels.hpp), for a CPU with AMX-BF16 whose OS grants
+// the tile state; avx512bw and the other two never use AMX.
+using detail::Bf16Gemm;
 using detail::Int8Dot;
-extern const KernelTable avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
+extern const KernelTable avx512_amx_kernels, avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
+constinit const KernelTable avx512_amx_kernels =
+    detail::make_kernel_table<detail::KernelArch, Int8Dot::vnni, Bf16Gemm::amx>("avx512");
 constinit const KernelTable avx512_kernels = detail::make_kernel_table<detail::KernelArch, Int8Dot::vnni>("avx512");
 constinit const KernelTable avx512_without_vnni_kernels =
     detail::make_kernel_table<detail::KernelArch, Int8Dot::avx2>("avx512");

@@ -21,6 +21,10 @@
 #include <cpuid.h>
 #define IZWI_KERNELS_X86_64 1
 #endif
+#if IZWI_KERNELS_X86_64 && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace izwi::kernels::cpu {
 
@@ -29,7 +33,7 @@ namespace variants {
 extern const KernelTable avx2_kernels;
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
-extern const KernelTable avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
+extern const KernelTable avx512_amx_kernels, avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
 #endif
 }  // namespace variants
 
@@ -51,7 +55,24 @@ struct X86Features {
   bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled
   bool avx512 = false;  // AVX-512 F/CD/BW/DQ/VL, ZMM and opmask state enabled
   bool avx512_vnni = false;  // and AVX512_VNNI (the Q8_0 matmuls' int8 dot product)
+  bool amx_bf16 = false;     // and AMX-TILE + AMX-BF16, tile state granted (the BF16 matmuls)
 };
+
+/// Asks Linux for this process's permission to use the AMX tile data
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: Linux 5.16+; without
+/// it the first tile instruction faults) and checks that XCR0 enables the
+/// tile configuration and data state. False elsewhere, or when refused.
+bool amx_tile_state_granted() noexcept {
+#if defined(__linux__)
+  constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+  if (syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) != 0) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  return (xcr0_lo & 0x60000u) == 0x60000u;  // XTILECFG (bit 17) and XTILEDATA (bit 18)
+#else
+  return false;
+#endif
+}
 
 X86Features detect_x86() noexcept {
   X86Features f;
@@ -70,6 +91,8 @@ X86Features detect_x86() noexcept {
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512cd && avx512bw && avx512vl;
   f.avx512_vnni = f.avx512 && (ecx & (1u << 11));
+  const bool amx_tile = edx & (1u << 24), amx_bf16 = edx & (1u << 22);
+  f.amx_bf16 = f.avx512_vnni && amx_tile && amx_bf16 && amx_tile_state_granted();
   return f;
 }
 #endif
@@ -96,10 +119,13 @@ struct Variants {
     add(&variants::avx2_kernels, cpu.avx2);
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
-    // "avx512bw" (no VNNI) is listed for tests and IZWI_CPU_ARCH; "avx512"
-    // uses VNNI where the CPU has it and is the best.
+    // "avx512bw" (no VNNI, no AMX) is listed for tests and IZWI_CPU_ARCH;
+    // "avx512" uses VNNI and AMX where the CPU has them and is the best.
     add(&variants::avx512bw_kernels, cpu.avx512);
-    add(cpu.avx512_vnni ? &variants::avx512_kernels : &variants::avx512_without_vnni_kernels, cpu.avx512);
+    add(cpu.amx_bf16      ? &variants::avx512_amx_kernels
+        : cpu.avx512_vnni ? &variants::avx512_kernels
+                          : &variants::avx512_without_vnni_kernels,
+        cpu.avx512);
 #endif
   }
   void add(const KernelTable* table, bool supported) noexcept {

@@ -11,7 +11,9 @@
 //   "avx2"     AVX2 + FMA + F16C (Haswell, Zen 1 and later)
 //   "avx512bw" AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4)
 //   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
-//              where cpuid reports it (detected separately), else avx512bw's
+//              where cpuid reports it (detected separately), else avx512bw's,
+//              and whose BF16 matmuls of 4 rows or more run on AMX tiles
+//              where the CPU has AMX-BF16 and the OS grants the tile state
 //
 // At the first kernel call the best variant this CPU supports is chosen once
 // (from cpuid, through __builtin_cpu_supports) and every kernel call after
@@ -64,6 +66,11 @@ struct KernelTable {
   /// to 8-bit blocks for integer dot products (matmul.hpp); more rows widen
   /// the weights with F32 activations.
   std::size_t q8_0_quantized_max_rows;
+  /// BF16 matmuls of at least this many activation rows round the
+  /// activations to bf16 and multiply on AMX tiles (0: never; the "avx512"
+  /// table of a CPU with AMX-BF16): each result within 2^-8 * sum |x w| of
+  /// the f32 product, rather than f32 rounding (matmul.hpp).
+  std::size_t bf16_amx_min_rows;
   void (*matmul)(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                  izwi::detail::ThreadPool& pool) noexcept;
   void (*matmul_group)(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outputs,

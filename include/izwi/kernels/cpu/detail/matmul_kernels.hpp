@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "izwi/kernels/cpu/matmul.hpp"
+#include "izwi/kernels/cpu/detail/matmul_amx_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_q8_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 
@@ -612,22 +613,109 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulOut
   });
 }
 
-/// Dot: how Q8_0 weights' integer dot products are computed (matmul_q8_kernels.hpp).
-template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
+// ------------------------------------------------------- BF16 on AMX ----
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// matmul_group for BF16 weights on AMX (matmul_amx_kernels.hpp): every
+/// output BF16, m >= 1 rows of k = w.cols values. AVX-512 builds only.
+template <class Arch>
+inline void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
+                          std::size_t count, ThreadPool& pool) noexcept {
+  static_assert(Simd<Arch>::avx512, "the AMX path is built in the AVX-512 variant only");
+  using namespace amx;
+  const std::size_t k = outs[0].weight->cols;
+  const std::size_t k_blocks = (k + tile_k - 1) / tile_k;
+  if (m <= tile_rows) {
+    // Batched decode: the rows as B tiles once, the weights read in place as
+    // A tiles (no packing: the weights come from memory once, as in the GEMV).
+    auto* xb = static_cast<std::uint16_t*>(pool.shared_scratch(k_blocks * tile_values * sizeof(std::uint16_t)));
+    pack_rows_as_b(x, ldx, m, k, k_blocks, xb);
+    std::size_t chunk = (total_rows(outs, count) + pool.size() * 8 - 1) / (pool.size() * 8);
+    chunk = std::max<std::size_t>(4 * tile_rows, (chunk + 2 * tile_rows - 1) / (2 * tile_rows) * (2 * tile_rows));
+    const GroupTasks tasks(outs, count, chunk);
+    pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t worker) {
+      const auto [out, n0, n1] = tasks.range(task);
+      auto* edge = static_cast<std::uint16_t*>(pool.scratch(worker, 2 * tile_values * sizeof(std::uint16_t) +
+                                                                        tile_rows * tile_rows * sizeof(float)));
+      load_config();
+      decode_columns(*out->weight, n0, n1, xb, k_blocks, m, out->y, out->ldy, edge);
+      release();
+    });
+    return;
+  }
+  const std::size_t row_blocks = (m + tile_rows - 1) / tile_rows;
+  const std::size_t block_values = k_blocks * tile_values;
+  auto* xa = static_cast<std::uint16_t*>(pool.shared_scratch(row_blocks * block_values * sizeof(std::uint16_t)));
+  pool.parallel_for(row_blocks, [&](std::size_t b, std::size_t) {
+    pack_row_block(x, ldx, m, k, b * tile_rows, k_blocks, xa + b * block_values);
+  });
+  const GroupTasks tasks(outs, count, panel_columns);
+  const std::size_t panel_values = k_blocks * panel_tiles * tile_values;
+  pool.parallel_for(tasks.total(), [&](std::size_t task, std::size_t worker) {
+    const auto [out, n0, n1] = tasks.range(task);
+    auto* panel = static_cast<std::uint16_t*>(
+        pool.scratch(worker, panel_values * sizeof(std::uint16_t) + tile_rows * tile_rows * sizeof(float)));
+    float* spill = reinterpret_cast<float*>(panel + panel_values);
+    pack_panel(*out->weight, n0, k_blocks, panel);
+    load_config();
+    const std::size_t cols = n1 - n0;
+    for (std::size_t b = 0; b < row_blocks; b += 2) {
+      const bool pair = b + 1 < row_blocks;
+      const std::uint16_t* a0 = xa + b * block_values;
+      const std::uint16_t* a1 = a0 + block_values;
+      for (std::size_t j = 0; j * tile_rows < cols; j += 2) {
+        const std::uint16_t* b0 = panel + j * tile_values;
+        const std::uint16_t* b1 = b0 + tile_values;
+        zero_accumulators();
+        if (pair)
+          for (std::size_t kb = 0; kb < k_blocks; ++kb)
+            multiply_2x2(a0 + kb * tile_values, a1 + kb * tile_values, b0 + kb * panel_tiles * tile_values,
+                         b1 + kb * panel_tiles * tile_values);
+        else
+          for (std::size_t kb = 0; kb < k_blocks; ++kb)
+            multiply_1x2(a0 + kb * tile_values, b0 + kb * panel_tiles * tile_values,
+                         b1 + kb * panel_tiles * tile_values);
+        for (std::size_t t = 0; t < (pair ? 4u : 2u); ++t) {
+          const std::size_t r0 = (b + t / 2) * tile_rows, c0 = (j + t % 2) * tile_rows;
+          if (c0 >= cols) continue;
+          write_accumulator(static_cast<int>(t), out->y + r0 * out->ldy + n0 + c0, out->ldy,
+                            std::min(tile_rows, m - r0), std::min(tile_rows, cols - c0), spill);
+        }
+      }
+    }
+    release();
+  });
+}
+
+#else
+template <class Arch>
+void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
+                   ThreadPool& pool) noexcept;  // never instantiated outside the AVX-512 variant
+#endif
+
+/// Dot: how Q8_0 weights' integer dot products are computed (matmul_q8_kernels.hpp);
+/// Bf16: how BF16 weights are multiplied (matmul_amx_kernels.hpp).
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16Gemm::widen>
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                          ThreadPool& pool) noexcept {
   if (m == 0 || count == 0) return;
+  if constexpr (Bf16 == Bf16Gemm::amx) {
+    if (m >= amx_min_rows && all_bf16(outs, count)) {
+      amx_bf16_gemm<Arch>(x, ldx, m, outs, count, pool);
+      return;
+    }
+  }
   if (m <= q8_quantized_max_rows<Arch, Dot> && all_q8_0(outs, count)) q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
   else if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
   else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, outs, count, pool);
   else gemm<Arch>(x, ldx, m, outs, count, pool);
 }
 
-template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16Gemm::widen>
 inline void matmul(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                    ThreadPool& pool) noexcept {
   const MatmulOutput out{&w, y, ldy};
-  matmul_group<Arch, Dot>(x, ldx, m, &out, 1, pool);
+  matmul_group<Arch, Dot, Bf16>(x, ldx, m, &out, 1, pool);
 }
 
 /// The GEMM for every m: its micro-kernel sums each output element over k in

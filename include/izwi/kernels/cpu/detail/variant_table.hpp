@@ -27,16 +27,18 @@ void paged_attention_entry(const float* q, const AttentionSequence* seqs, std::s
   paged_attention<Arch>(q, std::span<const AttentionSequence>(seqs, num_seqs), kv, shape, out, pool);
 }
 
-/// Dot: the Q8_0 matmuls' int8 dot product (the "avx512" tables of CPUs with
-/// and without VNNI differ only there).
-template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
+/// Dot: the Q8_0 matmuls' int8 dot product; Bf16: BF16 weights widened or
+/// on AMX (the "avx512" tables of CPUs with and without VNNI and AMX differ
+/// only there).
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16Gemm::widen>
 constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
       .lanes = Simd<Arch>::lanes,
       .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
-      .matmul = &matmul<Arch, Dot>,
-      .matmul_group = &matmul_group<Arch, Dot>,
+      .bf16_amx_min_rows = Bf16 == Bf16Gemm::amx ? amx_min_rows : 0,
+      .matmul = &matmul<Arch, Dot, Bf16>,
+      .matmul_group = &matmul_group<Arch, Dot, Bf16>,
       .matmul_batch_invariant = &matmul_batch_invariant<Arch>,
       .matmul_group_batch_invariant = &matmul_group_batch_invariant<Arch>,
       .dequantize_row = &dequantize_row_entry<Arch>,
