@@ -99,8 +99,10 @@ void log_cpu_kernels() {
   std::string built;
   for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names())
     built += (built.empty() ? "" : "|") + std::string(name);
-  std::fprintf(stderr, "%s: CPU kernels: %s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-chat",
-               izwi::kernels::cpu::active_kernels().name, built.c_str());
+  const izwi::kernels::cpu::KernelTable& active = izwi::kernels::cpu::active_kernels();
+  const std::string extensions = *active.extensions ? std::string(" (with ") + active.extensions + ")" : "";
+  std::fprintf(stderr, "%s: CPU kernels: %s%s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-chat", active.name,
+               extensions.c_str(), built.c_str());
 }
 
 }  // namespace

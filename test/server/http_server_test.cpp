@@ -5,6 +5,7 @@
 // the registry and the engine handle: http_hardening_test.cpp; audio:
 // http_speech_test.cpp.
 
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "server/http_test_support.hpp"
 
 // --- pieces without a server --------------------------------------------------------
@@ -436,6 +437,9 @@ TEST_CASE("http: /metrics has the engine's and the HTTP layer's metrics", "[serv
         std::string::npos);
   CHECK(r.body.find(R"(izwi_http_requests_total{method="GET",route="unmatched",status="404"} 1)") != std::string::npos);
   CHECK(r.body.find("izwi_http_request_duration_seconds_bucket") != std::string::npos);
+  const auto& kernels = izwi::kernels::cpu::active_kernels();
+  CHECK(r.body.find(std::string("izwi:cpu_info{arch=\"") + kernels.name + "\",extensions=\"" + kernels.extensions +
+                    "\"} 1\n") != std::string::npos);
 }
 
 TEST_CASE("http: admin routes take the admin key only, none configured: 403 naming the flag", "[server][http]") {

@@ -442,8 +442,10 @@ IZWI_DECL void Server::metrics(HandlerContext& ctx) {
   text += metrics_.prometheus_text();
   // The CPU kernel variant chosen at start-up (kernels/cpu/dispatch.hpp): a
   // slow server is often one running "sse2" where "avx512" was expected.
-  text += "# HELP izwi:cpu_info CPU kernel variant in use (scalar, sse2, avx2, avx512).\n# TYPE izwi:cpu_info gauge\n";
-  text += std::string("izwi:cpu_info{arch=\"") + kernels::cpu::active_kernels().name + "\"} 1\n";
+  text += "# HELP izwi:cpu_info CPU kernel variant in use (scalar, sse2, avx2, avx512) and the optional instruction "
+          "sets it uses (vnni, amx-bf16).\n# TYPE izwi:cpu_info gauge\n";
+  const kernels::cpu::KernelTable& active = kernels::cpu::active_kernels();
+  text += std::string("izwi:cpu_info{arch=\"") + active.name + "\",extensions=\"" + active.extensions + "\"} 1\n";
   ctx.session->respond(detail::text_response(200, std::move(text), "text/plain; version=0.0.4; charset=utf-8",
                                              ctx.request.version()));
 }

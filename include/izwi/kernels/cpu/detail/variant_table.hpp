@@ -34,6 +34,7 @@ template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16
 constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
+      .extensions = Bf16 == Bf16Gemm::amx ? "vnni,amx-bf16" : Dot == Int8Dot::vnni ? "vnni" : "",
       .lanes = Simd<Arch>::lanes,
       .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
       .bf16_amx_min_rows = Bf16 == Bf16Gemm::amx ? amx_min_rows : 0,
