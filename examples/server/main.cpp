@@ -285,8 +285,10 @@ std::optional<std::filesystem::path> default_model_when_none_given() {
 /// and the ones IZWI_CPU_ARCH could force instead.
 void log_cpu_kernels() {
   std::string built;
-  for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names())
-    built += (built.empty() ? "" : "|") + std::string(name);
+  for (std::string_view name : izwi::kernels::cpu::compiled_kernel_names()) {
+    if (!built.empty()) built += '|';  // (GCC 12 -Wrestrict misfires on "" + string)
+    built += name;
+  }
   const izwi::kernels::cpu::KernelTable& active = izwi::kernels::cpu::active_kernels();
   const std::string extensions = *active.extensions ? std::string(" (with ") + active.extensions + ")" : "";
   std::fprintf(stderr, "%s: CPU kernels: %s%s (IZWI_CPU_ARCH=%s forces one)\n", "izwi-server", active.name,
