@@ -139,6 +139,13 @@ class TokenBudgetScheduler {
   AdmissionAdvice advice_of(KV& kv);
   template <class KV>
   void preempt(std::size_t running_index, KV& kv);
+  /// Back to the queue under its original key, nothing computed: the state
+  /// change of a preemption, once its blocks are freed and it left running_.
+  void requeue_preempted(SequenceState& s);
+  /// Frees a running sequence's blocks; where the cache can, also forgets the
+  /// prefix keys of blocks past `written` tokens (planned, never computed).
+  template <class KV>
+  static void free_blocks(KV& kv, RequestId id, std::size_t written, bool all_written);
   template <class KV>
   void fail(std::size_t running_index, KV& kv);
   bool can_never_fit(const SequenceState& s) const noexcept;

@@ -262,14 +262,7 @@ bool TokenBudgetScheduler<Q, V, O>::finish(RequestId id, FinishReason reason, KV
   if (s.status == RequestStatus::running) {
     // A request failed by its step (a fault, a device out of memory) may not
     // have written the blocks planned for it: they must not stay hittable.
-    if constexpr (requires { kv.free_unwritten(id, s.num_computed_tokens); }) {
-      if (reason == FinishReason::error)
-        kv.free_unwritten(id, s.num_computed_tokens);
-      else
-        kv.free(id);
-    } else {
-      kv.free(id);
-    }
+    free_blocks(kv, id, s.num_computed_tokens, reason != FinishReason::error);
     running_.erase(std::find(running_.begin(), running_.end(), &s));
   } else {
     if (!s.paused) waiting_.erase(s);
@@ -290,18 +283,32 @@ bool TokenBudgetScheduler<Q, V, O>::preempt_scheduled(RequestId id, KV& kv) {
   SequenceState& s = *it->second;
   std::replace(planned_states_.begin(), planned_states_.end(), &s, static_cast<SequenceState*>(nullptr));
   // num_computed_tokens is still the step's start: what the cache holds.
-  if constexpr (requires { kv.free_unwritten(id, s.num_computed_tokens); })
-    kv.free_unwritten(id, s.num_computed_tokens);
-  else
-    kv.free(id);
+  free_blocks(kv, id, s.num_computed_tokens, false);
   running_.erase(std::find(running_.begin(), running_.end(), &s));
+  requeue_preempted(s);
+  return true;
+}
+
+template <class Q, class V, class O>
+template <class KV>
+void TokenBudgetScheduler<Q, V, O>::free_blocks(KV& kv, RequestId id, std::size_t written, bool all_written) {
+  if constexpr (requires { kv.free_unwritten(id, written); }) {
+    if (!all_written) {
+      kv.free_unwritten(id, written);
+      return;
+    }
+  }
+  kv.free(id);
+}
+
+template <class Q, class V, class O>
+void TokenBudgetScheduler<Q, V, O>::requeue_preempted(SequenceState& s) {
   s.num_computed_tokens = 0;
   s.status = RequestStatus::preempted;
   ++s.num_preemptions;
   ++num_preemptions_;
   if (!s.paused) waiting_.push(s);  // original key: resumes ahead of later arrivals
   ++num_waiting_;
-  return true;
 }
 
 template <class Q, class V, class O>
@@ -334,12 +341,7 @@ void TokenBudgetScheduler<Q, V, O>::preempt(std::size_t running_index, KV& kv) {
   kv.free(s.id());
   drop_decision(s);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
-  s.num_computed_tokens = 0;
-  s.status = RequestStatus::preempted;
-  ++s.num_preemptions;
-  ++num_preemptions_;
-  if (!s.paused) waiting_.push(s);  // original key: resumes ahead of later arrivals
-  ++num_waiting_;
+  requeue_preempted(s);
   plan_.preempted.push_back(s.id());
   preempted_this_step_ = true;
 }
