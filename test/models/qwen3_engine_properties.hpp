@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "relative_difference.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/scheduler/scheduler_config.hpp"
 
@@ -38,17 +39,6 @@ inline std::vector<TokenId> prompt_of(std::size_t length, std::uint32_t salt) {
   std::vector<TokenId> p(length);
   for (std::size_t i = 0; i < length; ++i) p[i] = static_cast<TokenId>((salt * 104729u + i * 7919u) % 151000u);
   return p;
-}
-
-/// max |a - b| relative to max |b|.
-inline double relative_difference(std::span<const float> a, std::span<const float> b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
 }
 
 /// Runs `engine` to the end, collecting each request's tokens by its index.

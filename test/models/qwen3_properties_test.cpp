@@ -28,6 +28,7 @@
 
 using namespace izwi;
 using namespace izwi::testing::qwen3_properties;
+using izwi::testing::relative_difference;
 
 namespace {
 

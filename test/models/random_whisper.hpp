@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include "relative_difference.hpp"
 #include "izwi/audio/decode.hpp"
 #include "izwi/audio/mel.hpp"
 #include "izwi/models/whisper.hpp"
@@ -85,17 +86,6 @@ inline const Whisper& model(const std::string& file, DType kv = DType::f32) {
     slot = std::make_unique<Whisper>(Whisper::load(random_whisper() / file, options));
   }
   return *slot;
-}
-
-/// max |a - b| / max |b|.
-inline double relative_difference(std::span<const float> a, std::span<const float> b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
 }
 
 }  // namespace izwi::testing
