@@ -97,7 +97,7 @@ po::options_description model_options(RawNumbers& raw) {
   return d;
 }
 
-po::options_description audio_options(RawNumbers& raw) {
+po::options_description audio_options(Options& o, RawNumbers& raw) {
   po::options_description d("Audio (transcription and speech)");
   d.add_options()
       ("max-audio-s", po::value(&raw.max_audio_s)->value_name("S")->default_value(raw.max_audio_s, "3600")
@@ -110,7 +110,10 @@ po::options_description audio_options(RawNumbers& raw) {
        "the source tree when present; without: an energy VAD)")
       ("voices-dir", po::value(&raw.voices_dir)->value_name("DIR"),
        "keep the voices saved with POST /v1/audio/voices in DIR (created when missing), so they survive restarts "
-       "(default: in memory only)");
+       "(default: in memory only)")
+      ("normalize-speech-text", po::bool_switch(&o.server.normalize_speech_text),
+       "read numbers, money, times, addresses and symbols out as words in /v1/audio/speech requests that "
+       "send no normalization_options (Kokoro-FastAPI's defaults; default: the input as written)");
   return d;
 }
 
@@ -243,7 +246,7 @@ Options parse_args(int argc, char** argv) {
   RawNumbers raw;
   o.server.handle_signals = true;
   po::options_description all;
-  all.add(model_options(raw)).add(http_options(o, raw)).add(engine_options(o, raw)).add(audio_options(raw));
+  all.add(model_options(raw)).add(http_options(o, raw)).add(engine_options(o, raw)).add(audio_options(o, raw));
   all.add_options()("help,h", "this text");
   po::variables_map vm;
   try {

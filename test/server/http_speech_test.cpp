@@ -53,6 +53,37 @@ izwi::audio::DecodedAudio decode_speech(const std::string& bytes, izwi::audio::A
 
 }  // namespace
 
+namespace {
+
+/// usage.input_tokens of an SSE speech answer: the toy engine's prompt has
+/// one token per byte of the text it was given.
+std::int64_t speech_input_tokens(int port, const std::string& input, const std::string& extra = {}) {
+  const HttpResult sse = post(port, "/v1/audio/speech",
+                              R"({"model": "toy", "input": ")" + input + R"(", "voice": "vivian", "seed": 7,
+                                  "stream_format": "sse")" + extra + "}");
+  REQUIRE(sse.status == 200);
+  const std::vector<std::string> events = sse_events(sse.body);
+  REQUIRE_FALSE(events.empty());
+  return json::parse(events.back()).as_object().at("usage").as_object().at("input_tokens").as_int64();
+}
+
+}  // namespace
+
+TEST_CASE("http: --normalize-speech-text reads the input out unless the request says otherwise", "[server][http][speech]") {
+  ServerConfig config = test_config();
+  config.normalize_speech_text = true;
+  Harness h(config, speech_options());
+  const std::int64_t written_out = speech_input_tokens(h.port, "It is five dollars.");
+  CHECK(speech_input_tokens(h.port, "It is $5.") == written_out);
+  CHECK(speech_input_tokens(h.port, "It is $5.", R"(, "normalization_options": {"normalize": false})") ==
+        written_out - static_cast<std::int64_t>(std::string("five dollars").size() - std::string("$5").size()));
+  Harness plain(test_config(), speech_options());
+  CHECK(speech_input_tokens(plain.port, "It is $5.") < written_out);
+  CHECK(speech_input_tokens(plain.port, "It is $5.", R"(, "normalization_options": {})") == written_out);
+  CHECK(h.wait_idle());
+  CHECK(plain.wait_idle());
+}
+
 TEST_CASE("http: speech in every response_format, whole, chunked and as SSE, the same bytes", "[server][http][speech]") {
   Harness h(test_config(), speech_options());
   using izwi::audio::AudioFormat;

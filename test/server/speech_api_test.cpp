@@ -96,6 +96,31 @@ TEST_CASE("speech request: defaults, extensions and the voice forms", "[server][
                                "reference_text": "words"})");
   CHECK(r.reference_audio == "RIFF");
   CHECK(r.reference_text == "words");
+  CHECK_FALSE(r.normalization);
+}
+
+TEST_CASE("speech request: Kokoro-FastAPI's normalization_options, its defaults for keys left out", "[server][speech]") {
+  CHECK_FALSE(parse_speech_request(R"({"input": "a", "voice": "v", "normalization_options": null})").normalization);
+  SpeechRequest r = parse_speech_request(R"({"input": "a", "voice": "v", "normalization_options": {}})");
+  REQUIRE(r.normalization);
+  CHECK(r.normalization->normalize);
+  CHECK_FALSE(r.normalization->unit_normalization);
+  CHECK(r.normalization->url_normalization);
+  CHECK(r.normalization->phone_normalization);
+  r = parse_speech_request(R"({"input": "a", "voice": "v", "normalization_options": {"unit_normalization": true,
+      "url_normalization": false, "email_normalization": false, "optional_pluralization_normalization": false,
+      "phone_normalization": false, "replace_remaining_symbols": false, "normalize": false, "future_option": 3}})");
+  REQUIRE(r.normalization);
+  CHECK_FALSE(r.normalization->normalize);
+  CHECK(r.normalization->unit_normalization);
+  CHECK_FALSE(r.normalization->url_normalization);
+  CHECK_FALSE(r.normalization->email_normalization);
+  CHECK_FALSE(r.normalization->optional_pluralization_normalization);
+  CHECK_FALSE(r.normalization->phone_normalization);
+  CHECK_FALSE(r.normalization->replace_remaining_symbols);
+  CHECK(param_of(R"({"input": "a", "voice": "v", "normalization_options": true})") == "normalization_options");
+  CHECK(param_of(R"({"input": "a", "voice": "v", "normalization_options": {"normalize": "yes"}})") ==
+        "normalization_options.normalize");
 }
 
 TEST_CASE("speech request: every refusal names its field", "[server][speech]") {

@@ -117,6 +117,10 @@ struct ServerConfig {
   /// Where saved voices (POST /v1/audio/voices) persist across restarts
   /// (created when missing; openai::VoiceStore says how). Unset: in memory.
   std::optional<std::filesystem::path> voices_dir;
+  /// /v1/audio/speech requests without "normalization_options" get
+  /// Kokoro-FastAPI's default text normalisation when true (as Kokoro-FastAPI
+  /// serves them), the input as written when false (upstream Qwen3-TTS).
+  bool normalize_speech_text = false;
 };
 
 /// What a route handler gets. Handlers run on the connection's strand: they

@@ -10,7 +10,13 @@
 //              and Izwi's servers name them: "language", "seed",
 //              "temperature", "top_k", "max_tokens" (frames), "stream"
 //              (true: as stream_format audio), "reference_audio" (base64 or a
-//              data: URL) with "reference_text" (voice cloning, Base models).
+//              data: URL) with "reference_text" (voice cloning, Base models),
+//              and Kokoro-FastAPI's "normalization_options" ({"normalize",
+//              "unit_normalization", "url_normalization",
+//              "email_normalization", "optional_pluralization_normalization",
+//              "phone_normalization", "replace_remaining_symbols"}: booleans,
+//              Kokoro-FastAPI's defaults for those left out; other keys are
+//              ignored, as Kokoro-FastAPI ignores them).
 //   responses  no stream_format: the whole file (Content-Length);
 //              audio: the same bytes with chunked transfer, as frames decode;
 //              sse:   data: {"type": "speech.audio.delta", "audio": base64}
@@ -43,6 +49,7 @@
 #include "izwi/audio/encode.hpp"
 #include "izwi/server/any_engine.hpp"
 #include "izwi/server/openai.hpp"
+#include "izwi/text/speech_normalizer.hpp"
 
 namespace izwi::server::openai {
 
@@ -72,6 +79,9 @@ struct SpeechRequest {
   /// The reference audio file's bytes (base64-decoded), for cloning.
   std::string reference_audio;
   std::string reference_text;
+  /// The text normalisation the client asked for (izwi/text/speech_normalizer.hpp);
+  /// unset: the server's default (ServerConfig::normalize_speech_text).
+  std::optional<text::SpeechTextOptions> normalization;
 };
 
 /// Parses and checks a /v1/audio/speech body (throws ApiError 400 naming the field).

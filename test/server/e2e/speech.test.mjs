@@ -117,6 +117,17 @@ describe("/v1/audio/speech", () => {
     assert.ok(values.some((v) => v !== 0), "the audio is not silent");
   });
 
+  test("normalization_options: the input is spoken as its words; without them, as written", async () => {
+    const written = {input: "It costs $12.50 at 9:05 pm.", response_format: "pcm", max_tokens: 6};
+    const asWords = await speak({...written, input: "It costs twelve dollars and fifty cents at nine oh five p m."});
+    const normalized = await speak({...written, normalization_options: {}});
+    const asWritten = await speak(written);
+    assert.ok(normalized.equals(asWords), "a normalized request speaks exactly as its words written out");
+    assert.ok(!asWritten.equals(asWords), "without normalization_options the input is spoken as written");
+    const off = await speak({...written, normalization_options: {normalize: false}});
+    assert.ok(off.equals(asWritten), "normalize: false is the input as written");
+  });
+
   test("every response_format decodes to the frames' duration", async () => {
     const seconds = pcm.length / 2 / RATE;
     for (const format of FORMATS.filter((f) => f !== "pcm")) {

@@ -110,6 +110,26 @@ inline void read_input(const boost::json::object& body, SpeechRequest& r) {
                                std::to_string(max_speech_input_characters));
 }
 
+/// Kokoro-FastAPI's NormalizationOptions: each key a boolean, absent keys at
+/// Kokoro-FastAPI's defaults (text::SpeechTextOptions{}), unknown keys ignored.
+inline text::SpeechTextOptions normalization_options_field(const boost::json::value& value) {
+  using namespace izwi::server::detail;
+  const boost::json::object& object = read_object(value, "normalization_options");
+  text::SpeechTextOptions o;
+  const std::pair<std::string_view, bool text::SpeechTextOptions::*> fields[] = {
+      {"normalize", &text::SpeechTextOptions::normalize},
+      {"unit_normalization", &text::SpeechTextOptions::unit_normalization},
+      {"url_normalization", &text::SpeechTextOptions::url_normalization},
+      {"email_normalization", &text::SpeechTextOptions::email_normalization},
+      {"optional_pluralization_normalization", &text::SpeechTextOptions::optional_pluralization_normalization},
+      {"phone_normalization", &text::SpeechTextOptions::phone_normalization},
+      {"replace_remaining_symbols", &text::SpeechTextOptions::replace_remaining_symbols},
+  };
+  for (const auto& [key, member] : fields)
+    if (const auto* v = find_field(object, key)) o.*member = read_bool(*v, json_path("normalization_options", key));
+  return o;
+}
+
 inline void read_extensions(const boost::json::object& body, SpeechRequest& r) {
   using namespace izwi::server::detail;
   if (const auto* v = find_field(body, "language")) {
@@ -132,6 +152,8 @@ inline void read_extensions(const boost::json::object& body, SpeechRequest& r) {
     r.max_frames = static_cast<std::uint32_t>(read_integer(*v, "max_tokens", 1, 1 << 20));
   if (const auto* v = find_field(body, "reference_audio")) r.reference_audio = reference_audio_field(*v);
   if (const auto* v = find_field(body, "reference_text")) r.reference_text = read_string(*v, "reference_text");
+  if (const auto* v = find_field(body, "normalization_options"))
+    r.normalization = normalization_options_field(*v);
   if (!r.reference_text.empty() && r.reference_audio.empty())
     throw_invalid("reference_audio", "'reference_text' is the transcript of 'reference_audio', which is missing");
 }

@@ -383,7 +383,8 @@ IZWI_DECL detail::PreparedSpeech Server::prepare_speech(const std::string& body)
   if (voices == nullptr)
     throw ApiError::bad_request("The model `" + parsed.model + "` does not synthesize speech.", "model");
   SpeechSynthesis s;
-  s.text = std::move(parsed.input);
+  if (!parsed.normalization && config_.normalize_speech_text) parsed.normalization = text::SpeechTextOptions{};
+  s.text = parsed.normalization ? text::normalize_speech_text(parsed.input, *parsed.normalization) : std::move(parsed.input);
   s.instructions = parsed.instructions;
   s.language = parsed.language;
   // No seed: a fresh one, so that two requests sound different (as OpenAI's).
