@@ -551,6 +551,33 @@ TEST_CASE("plan_vad_regions: continuous speech is cut at its pauses into ceil(sp
   }
 }
 
+TEST_CASE("plan_vad_regions: dense speech is cut in the latest pause, so windows fill up", "[asr]") {
+  // 140 s of speech with deep pauses (p 0.02) every 25.5 s and shallow ones
+  // (p 0.2: below server_vad's 0.35 end-of-speech level, still pauses)
+  // every second. The splitter alone takes the deepest in its 25-30 s
+  // range: six windows; the latest pause fills each to about 29 s: five.
+  const double seconds = 140;
+  const std::vector<float> samples(static_cast<std::size_t>(seconds * vad_rate), 0.0f);
+  std::vector<float> p = speech_probabilities(seconds, {{0, seconds}});
+  const auto set = [&](double from, double to, float value) {
+    for (auto i = static_cast<std::size_t>(from * vad_rate / vad_window); i < static_cast<std::size_t>(to * vad_rate / vad_window); ++i)
+      p[i] = value;
+  };
+  for (double t = 1; t < seconds; t += 1) set(t - 0.1, t + 0.1, 0.2f);
+  for (double t = 25.5; t < seconds; t += 25.5) set(t - 0.1, t + 0.1, 0.02f);
+  const auto regions = asr::plan_vad_regions(samples, p, {});
+  check_region_plan(regions, samples.size());
+  CHECK(speech_covered(regions, p));
+  CHECK(regions.size() <= static_cast<std::size_t>(std::ceil(seconds / 30)) + 1);
+  for (std::size_t i = 0; i + 1 < regions.size(); ++i) {
+    INFO("region " << i);
+    CHECK(regions[i].length() >= static_cast<std::size_t>(28.5 * vad_rate));  // not a deep pause at 25.5 s
+    CHECK(p[regions[i].end / vad_window] < 0.35f);                          // but a pause
+  }
+  izwi::audio::SplitOptions split;
+  CHECK(regions.size() < izwi::audio::split_at_quiet_points(samples, p, vad_window, split).size());
+}
+
 TEST_CASE("plan_vad_regions: audio of one window with speech is one region of all of it", "[asr]") {
   const std::vector<float> samples(20 * vad_rate, 0.0f);
   const auto regions = asr::plan_vad_regions(samples, speech_probabilities(20, {{5, 10}}), {});

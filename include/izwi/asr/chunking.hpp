@@ -9,19 +9,22 @@
 //   auto probabilities = silero.speech_probabilities(samples);          // or {} for the energy VAD
 //   auto regions = izwi::asr::plan_vad_regions(samples, probabilities, {});
 //
-// How (faster-whisper's batched pipeline does the same: speech segments
-// merged into spans of at most one window, each span decoded from the
-// original audio):
+// How:
 //   1. speech segments: silero-vad's get_speech_timestamps over Silero's
 //      probabilities (threshold, min silence, padding as OpenAI's server_vad
 //      names them), or the energy VAD (audio/vad.hpp) without them;
-//   2. a segment longer than 30 s is cut at its quietest points
-//      (audio/splitter.hpp) into pieces of at most 30 s;
-//   3. consecutive pieces are joined while the span from the first's start
-//      to the last's end stays within 30 s: silence between them inside a
-//      region is kept (the timeline stays the original one, so segment times
-//      are the region's offset plus the window's), silence between regions
-//      is never decoded.
+//   2. a region starts where speech starts and takes every segment that ends
+//      within 30 s of its start. If the next segment starts later than that,
+//      the region ends with the last one taken and the next region starts
+//      at the next segment (the silence between is never decoded, as in
+//      faster-whisper's batched pipeline, which merges speech segments into
+//      spans of at most one window); if it runs across, the region is cut at
+//      the quietest point of the splitter's range (audio/splitter.hpp: 25-30
+//      s from its start) and the next region starts at the cut. Dense speech
+//      is thus tiled as the splitter tiles audio; pauses longer than what is
+//      left of a window end a region early and are skipped.
+// Regions keep the original timeline (silence inside a region stays), so a
+// segment's time is its region's offset plus the window's.
 // Audio no longer than one window that holds speech is one region of the
 // whole audio: the VAD path is then the sequential one.
 
