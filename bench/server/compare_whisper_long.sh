@@ -32,12 +32,21 @@
 # decodes other windows (speech regions) and skips the pauses, so its count
 # differs by design.
 #
-# The audio, written once into the build directory: jfk.wav (11 s), 1.5 s of
-# digital silence, silero_test.wav (60 s, speech with its own pauses), 2.5 s
-# of silence, repeated and cut at 600 s.
+# The audio, written once into the build directory: jfk.wav (11 s), a pause,
+# silero_test.wav (60 s, speech with its own pauses), a longer pause,
+# repeated and cut at 600 s. The pauses grow with each repetition (1.0 s +
+# 0.13 s and 2.0 s + 0.29 s per repetition), so no two 30-s windows or VAD
+# regions hold the same samples: izwi's prefix cache keys a window's encoder
+# output by its samples' hash, and on an exactly periodic file (the first
+# version of this script: fixed 1.5-s and 2.5-s pauses, a 75-s period) the
+# sequential path's 20 windows were 5 distinct ones, encoded once each,
+# while whisper-cli encodes every window. The table prints the prompt tokens
+# each izwi run found in the prefix cache (its decode reusing its own probe's
+# window is 1536 per window; more means windows repeated).
 #
 #   bench/server/compare_whisper_long.sh                  # tiny, 1 and 2 threads, 1 round
 #   SHAPE=base THREADS=2 ROUNDS=3 bench/server/compare_whisper_long.sh
+#   IZWI_SERVER=/path/to/other/izwi-server bench/server/compare_whisper_long.sh   # time another build's server (A/B)
 #
 # Honest pairs (bench/quiet_machine.sh): the load must be below MAX_LOAD
 # before each thread count; ALLOW_LOADED=1 runs anyway and labels the row.
@@ -64,7 +73,7 @@ if [[ ! -f "$model" ]]; then
     >/dev/null
 fi
 
-audio="$build/long-speech-600s.wav"
+audio="$build/long-speech-600s-aperiodic.wav"
 if [[ ! -f "$audio" ]]; then
   python3 - "$fixtures/audio/jfk.wav" "$fixtures/audio/silero_test.wav" "$audio" <<'PY'
 import sys, wave
@@ -73,19 +82,23 @@ def frames(path):
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2), path
         return w.readframes(w.getnframes())
 jfk, silero, rate = frames(sys.argv[1]), frames(sys.argv[2]), 16000
-pattern = jfk + bytes(2 * int(1.5 * rate)) + silero + bytes(2 * int(2.5 * rate))
-total = 2 * 600 * rate
-data = (pattern * (total // len(pattern) + 1))[:total]
+pause = lambda s: bytes(2 * int(round(s * rate)))
+data, i, total = b"", 0, 2 * 600 * rate
+while len(data) < total:
+    data += jfk + pause(1.0 + 0.13 * i) + silero + pause(2.0 + 0.29 * i)
+    i += 1
+data = data[:total]
 with wave.open(sys.argv[3], "wb") as w:
     w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate); w.writeframes(data)
 PY
 fi
 audio_s=600
 
-out="$build/compare-whisper-long"
+server="${IZWI_SERVER:-$build/examples/server/izwi-server}"
+out="$build/compare-whisper-long${IZWI_SERVER:+-other}"
 rm -rf "$out"
 mkdir -p "$out"
-echo "izwi: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), Release, no -march flags; izwi-server --threads N --max-num-batched-tokens 8192"
+echo "izwi: ${IZWI_SERVER:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')}, Release, no -march flags; izwi-server --threads N --max-num-batched-tokens 8192"
 echo "whisper.cpp: @fugood/whisper.node 1.1.3's source, GGML_NATIVE=ON; machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 echo "model: $model (random weights, --eot-scale -1.5); audio: $audio ($audio_s s)"
 
@@ -96,13 +109,19 @@ id="$(basename "$model" .bin)"
 
 # Seconds for one upload of $1 (extra form fields after it) to be answered into $2.
 izwi_once() {
-  local file=$1 answer=$2 start end
+  local file=$1 answer=$2 start end hits
   shift 2
+  hits=$(prefix_hits)
   start=$(date +%s.%N)
   curl -sf "127.0.0.1:$port/v1/audio/transcriptions" -F file=@"$file" -F model="$id" -F language=en -F temperature=0 \
     -F temperature_inc=0 -F no_timestamps=true -F response_format=verbose_json "$@" -o "$answer"
   end=$(date +%s.%N)
+  echo $(($(prefix_hits) - hits)) >"$answer.hits"
   echo "$end - $start" | bc
+}
+# Prompt tokens the server found in its prefix cache so far.
+prefix_hits() {
+  curl -sf "127.0.0.1:$port/metrics" | awk '/^izwi:prefix_cache_hits_total/ {s += $2} END {print s + 0}'
 }
 # Seconds whisper-cli spends on the file (its total time less the model load);
 # its timings in $2.log.
@@ -119,7 +138,7 @@ PY
 }
 
 for n in $threads; do
-  "$build/examples/server/izwi-server" --model "$model" --port $port --threads "$n" --max-num-batched-tokens 8192 \
+  "$server" --model "$model" --port $port --threads "$n" --max-num-batched-tokens 8192 \
     >"$out/izwi-server-$n.log" 2>&1 &
   izwi_pid=$!
   for _ in $(seq 120); do curl -sf "127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
@@ -161,7 +180,8 @@ for n in threads:
     ts, _ = izwi_tokens(out / f"seq-{n}-r{rounds}.json")
     tv, regions = izwi_tokens(out / f"vad-{n}-r{rounds}.json")
     loaded = [r for r in range(1, rounds + 1) if (out / f"loaded-{n}-r{r}.txt").exists()]
-    note = f"median of {rounds}; VAD: {regions} segments"
+    hits = lambda mode: int(float((out / f"{mode}-{n}-r{rounds}.json.hits").read_text() or 0))
+    note = f"median of {rounds}; VAD: {regions} segments; prefix-cache hits seq {hits('seq')} / VAD {hits('vad')} tokens"
     apart = abs(len(ts) - tw) / max(tw, 1)
     note += f"; seq tokens {100 * apart:.0f}% from whisper-cli's" + ("; UNEQUAL WORK" if apart > 0.1 else "")
     if loaded: note += f"; LOADED rounds {loaded}: not evidence"

@@ -459,6 +459,170 @@ TEST_CASE("plan_vad_regions: chunks of at most 30 s, only those holding speech",
   CHECK_THROWS(asr::plan_vad_regions(samples, {}, bad));
 }
 
+namespace {
+
+constexpr std::size_t vad_rate = 16000, vad_window = 512;
+
+/// Silero-like probabilities: 0.95 inside the given speech intervals (seconds), 0.02 elsewhere.
+std::vector<float> speech_probabilities(double seconds, const std::vector<std::pair<double, double>>& speech) {
+  std::vector<float> p((static_cast<std::size_t>(seconds * vad_rate) + vad_window - 1) / vad_window, 0.02f);
+  for (const auto& [from, to] : speech)
+    for (std::size_t i = static_cast<std::size_t>(from * vad_rate) / vad_window;
+         i < std::min(p.size(), static_cast<std::size_t>(to * vad_rate) / vad_window); ++i)
+      p[i] = 0.95f;
+  return p;
+}
+
+/// What every plan must be: regions in order, disjoint, non-empty, at most
+/// `max_s` each, and no two neighbours fitting in one window together (else
+/// one encoder pass would have done for both).
+void check_region_plan(const std::vector<izwi::audio::AudioChunk>& regions, std::size_t total, double max_s = 30) {
+  const auto max_len = static_cast<std::size_t>(max_s * vad_rate);
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    INFO("region " << i << ": " << regions[i].start << "-" << regions[i].end);
+    CHECK(regions[i].start < regions[i].end);
+    CHECK(regions[i].end <= total);
+    CHECK(regions[i].length() <= max_len);
+    if (i > 0) {
+      CHECK(regions[i].start >= regions[i - 1].end);
+      CHECK(regions[i].end - regions[i - 1].start > max_len);
+    }
+  }
+}
+
+/// Every speech window (probability >= 0.5) lies inside some region.
+bool speech_covered(const std::vector<izwi::audio::AudioChunk>& regions, std::span<const float> p) {
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] < 0.5f) continue;
+    const std::size_t a = i * vad_window, b = a + vad_window;
+    if (!std::any_of(regions.begin(), regions.end(), [&](const auto& r) { return r.start <= a && r.end >= b; }))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("plan_vad_regions: speech islands are merged into the fewest regions of at most 30 s", "[asr]") {
+  // 300 s: 4-s islands every 12 s (8 s pauses, longer than server_vad's 500 ms).
+  const double seconds = 300;
+  std::vector<std::pair<double, double>> islands;
+  for (double t = 1; t + 4 <= seconds; t += 12) islands.push_back({t, t + 4});
+  const std::vector<float> samples(static_cast<std::size_t>(seconds * vad_rate), 0.0f);
+  const std::vector<float> p = speech_probabilities(seconds, islands);
+  const auto regions = asr::plan_vad_regions(samples, p, {});
+  check_region_plan(regions, samples.size());
+  CHECK(speech_covered(regions, p));
+  // Each region starts and ends at speech (plus server_vad's 300-ms padding
+  // and a window of rounding): the pauses around regions are not decoded.
+  const auto near_island_edge = [&](std::size_t sample, bool start) {
+    const double t = static_cast<double>(sample) / vad_rate;
+    return std::any_of(islands.begin(), islands.end(),
+                       [&](const auto& i) { return std::abs((start ? i.first : i.second) - t) <= 0.3 + 0.064; });
+  };
+  for (const auto& r : regions) {
+    CHECK(near_island_edge(r.start, true));
+    CHECK(near_island_edge(r.end, false));
+  }
+  // Fewer encoder windows than tiling the audio with 30-s chunks, all of
+  // which hold speech here (the plan before: 10).
+  izwi::audio::SplitOptions split;
+  const std::size_t tiles = izwi::audio::split_at_quiet_points(samples, p, vad_window, split).size();
+  CHECK(regions.size() < tiles);
+}
+
+TEST_CASE("plan_vad_regions: continuous speech is cut at its pauses into ceil(speech / 30 s) + 1 regions at most", "[asr]") {
+  // 95 s of speech from 2 s to 97 s with 200-ms pauses (too short to end
+  // speech) every 7 s: one speech segment, longer than a window.
+  const double seconds = 100;
+  std::vector<std::pair<double, double>> speech;
+  for (double t = 2; t < 97; t += 7) speech.push_back({t, std::min(97.0, t + 6.8)});
+  const std::vector<float> samples(static_cast<std::size_t>(seconds * vad_rate), 0.0f);
+  const std::vector<float> p = speech_probabilities(seconds, speech);
+  const auto regions = asr::plan_vad_regions(samples, p, {});
+  check_region_plan(regions, samples.size());
+  CHECK(speech_covered(regions, p));
+  CHECK(regions.size() >= 4);                             // 95 s do not fit in three windows
+  CHECK(regions.size() <= static_cast<std::size_t>(std::ceil(95.0 / 30)) + 1);
+  // The cuts inside the speech fall in its pauses.
+  for (std::size_t i = 1; i < regions.size(); ++i) {
+    if (regions[i].start != regions[i - 1].end) continue;  // a pause between segments, not a cut
+    CHECK(p[regions[i].start / vad_window] < 0.5f);
+  }
+}
+
+TEST_CASE("plan_vad_regions: dense speech is cut in the latest pause, so windows fill up", "[asr]") {
+  // 140 s of speech with deep pauses (p 0.02) every 25.5 s and shallow ones
+  // (p 0.2: below server_vad's 0.35 end-of-speech level, still pauses)
+  // every second. The splitter alone takes the deepest in its 25-30 s
+  // range: six windows; the latest pause fills each to about 29 s: five.
+  const double seconds = 140;
+  const std::vector<float> samples(static_cast<std::size_t>(seconds * vad_rate), 0.0f);
+  std::vector<float> p = speech_probabilities(seconds, {{0, seconds}});
+  const auto set = [&](double from, double to, float value) {
+    for (auto i = static_cast<std::size_t>(from * vad_rate / vad_window); i < static_cast<std::size_t>(to * vad_rate / vad_window); ++i)
+      p[i] = value;
+  };
+  for (double t = 1; t < seconds; t += 1) set(t - 0.1, t + 0.1, 0.2f);
+  for (double t = 25.5; t < seconds; t += 25.5) set(t - 0.1, t + 0.1, 0.02f);
+  const auto regions = asr::plan_vad_regions(samples, p, {});
+  check_region_plan(regions, samples.size());
+  CHECK(speech_covered(regions, p));
+  CHECK(regions.size() <= static_cast<std::size_t>(std::ceil(seconds / 30)) + 1);
+  for (std::size_t i = 0; i + 1 < regions.size(); ++i) {
+    INFO("region " << i);
+    CHECK(regions[i].length() >= static_cast<std::size_t>(28.5 * vad_rate));  // not a deep pause at 25.5 s
+    CHECK(p[regions[i].end / vad_window] < 0.35f);                          // but a pause
+  }
+  izwi::audio::SplitOptions split;
+  CHECK(regions.size() < izwi::audio::split_at_quiet_points(samples, p, vad_window, split).size());
+}
+
+TEST_CASE("plan_vad_regions: audio of one window with speech is one region of all of it", "[asr]") {
+  const std::vector<float> samples(20 * vad_rate, 0.0f);
+  const auto regions = asr::plan_vad_regions(samples, speech_probabilities(20, {{5, 10}}), {});
+  REQUIRE(regions.size() == 1);
+  CHECK(regions[0] == izwi::audio::AudioChunk{0, samples.size()});  // the sequential path's window
+  CHECK(asr::plan_vad_regions(samples, speech_probabilities(20, {}), {}).empty());
+}
+
+TEST_CASE("Transcriber: segments of planned VAD regions map back to the original timeline", "[asr]") {
+  // Islands of speech with long pauses: regions that start well after 0 and
+  // after one another; each decode answers two segments, 0-1 s and 1-3 s into its window.
+  const double seconds = 150;
+  const std::vector<std::pair<double, double>> islands{{3, 8}, {20, 26}, {61, 70}, {75, 80}, {121, 140}};
+  const std::vector<float> p = speech_probabilities(seconds, islands);
+  auto samples = silence(seconds);
+  const auto regions = asr::plan_vad_regions(*samples, p, {});
+  check_region_plan(regions, samples->size());
+  REQUIRE(regions.size() >= 3);
+  FakeEngine fake;
+  fake.reverse = true;
+  fake.decode = [](const asr::WindowJob&) -> Decoded {
+    return {{ts(0), word(" hello"), ts(1), ts(1), word(" world"), ts(3)}};
+  };
+  asr::TranscriptionOptions options;
+  options.language = "en";
+  asr::Transcriber t(fake_tokenizer(), samples, options, regions);
+  fake.run(t);
+  const asr::Transcription r = t.result();
+  REQUIRE(r.segments.size() == 2 * regions.size());
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const double offset = static_cast<double>(regions[i].start) / vad_rate;
+    INFO("region " << i << " at " << offset << " s");
+    const asr::Segment& hello = r.segments[2 * i];
+    const asr::Segment& world = r.segments[2 * i + 1];
+    CHECK(hello.text == " hello");
+    CHECK_THAT(hello.start, WithinAbs(offset, 1e-6));
+    CHECK_THAT(hello.end, WithinAbs(offset + 1, 1e-6));
+    CHECK_THAT(world.start, WithinAbs(offset + 1, 1e-6));
+    CHECK_THAT(world.end, WithinAbs(offset + 3, 1e-6));
+    CHECK(hello.seek == regions[i].start / asr::samples_per_frame);
+  }
+  for (std::size_t i = 1; i < r.segments.size(); ++i)
+    CHECK(r.segments[i].start >= r.segments[i - 1].end);  // monotonic, in audio order
+}
+
 // --- the protocol --------------------------------------------------------------------
 
 namespace {
