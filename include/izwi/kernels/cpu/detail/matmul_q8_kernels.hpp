@@ -70,16 +70,31 @@ inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx5
 /// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
 /// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
 template <class Arch, Int8Dot Dot>
-inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? 1
+inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? (Dot == Int8Dot::vnni ? gemv_max_rows : 1)
                                                      : Dot == Int8Dot::avx2 ? gemv_max_rows
                                                                             : 11;
 
-/// Activation rows quantized to Q8_0-style blocks (step 1 above).
+/// Whether matmul_group_batch_invariant takes this path for Q8_0 weights,
+/// at every m (so a row's bits never depend on m): where it is the faster
+/// path at every GEMV row count (AVX2, AVX-512 with VNNI). A row's result
+/// here does not depend on the other rows or m by construction (each row is
+/// quantized and summed alone, in block order).
+template <class Arch, Int8Dot Dot>
+inline constexpr bool q8_batch_invariant_quantized = Dot != Int8Dot::generic && q8_quantized_max_rows<Arch, Dot> == gemv_max_rows;
+
+/// Activation rows quantized to Q8_0-style blocks (step 1 above), block by
+/// block: block b of rows 0..m-1 lie side by side, so that the blocks of
+/// neighbouring rows that one register block multiplies by the same weight
+/// block are one load (AVX-512: two rows in one 512-bit vector).
 struct QuantizedRows {
-  const std::int8_t* q = nullptr;  // m rows of k values; row r at q + r * k
-  const float* d = nullptr;        // m rows of k / 32 block scales
-  const std::int32_t* sums = nullptr;  // m rows of k / 32 block sums of q (the VNNI path's correction)
+  const std::int8_t* q = nullptr;      // block b of row r: 32 values at q + (b * m + r) * 32
+  const float* d = nullptr;            // its scale at d[b * m + r]
+  const std::int32_t* sums = nullptr;  // its sum of q at sums[b * m + r] (the VNNI path's correction)
   std::size_t k = 0;
+  std::size_t m = 0;
+
+  std::size_t at(std::size_t r, std::size_t b) const noexcept { return b * m + r; }
+  const std::int8_t* block(std::size_t r, std::size_t b) const noexcept { return q + at(r, b) * q8_0_block_values; }
 };
 
 /// One block of 32 activations: its scale, and q (step 1 above), and the sum of q.
@@ -146,20 +161,20 @@ inline float quantize_q8_block_avx2(const float* x, std::int8_t* q, std::int32_t
 }
 #endif
 
-/// Rows [r0, r1) of x (k values each, k a multiple of 32) into q, d and sums
+/// Rows 0..m-1 of x (k values each, k a multiple of 32) into q, d and sums
 /// laid out as QuantizedRows.
-inline void quantize_q8_rows(const float* x, std::size_t ldx, std::size_t r0, std::size_t r1, std::size_t k,
-                             std::int8_t* q, float* d, std::int32_t* sums) noexcept {
+inline void quantize_q8_rows(const float* x, std::size_t ldx, std::size_t m, std::size_t k, std::int8_t* q, float* d,
+                             std::int32_t* sums) noexcept {
   const std::size_t blocks = k / q8_0_block_values;
-  for (std::size_t r = r0; r < r1; ++r)
-    for (std::size_t b = 0; b < blocks; ++b)
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t at = b * m + r;
 #if defined(__AVX2__)
-      d[r * blocks + b] = quantize_q8_block_avx2(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
-                                                 sums[r * blocks + b]);
+      d[at] = quantize_q8_block_avx2(x + r * ldx + b * q8_0_block_values, q + at * q8_0_block_values, sums[at]);
 #else
-      d[r * blocks + b] = quantize_q8_block(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
-                                            sums[r * blocks + b]);
+      d[at] = quantize_q8_block(x + r * ldx + b * q8_0_block_values, q + at * q8_0_block_values, sums[at]);
 #endif
+    }
 }
 
 /// A Q8_0 weight block's scale (its first two bytes, binary16).
@@ -212,8 +227,8 @@ inline void q8_tile_generic(const QuantizedRows& xq, std::size_t r0, const Weigh
     const std::size_t offset = b * q8_0_block_bytes;
     for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
     for (std::size_t r = 0; r < R; ++r) {
-      const std::int8_t* xb = xq.q + (r0 + r) * xq.k + b * q8_0_block_values;
-      const float dx = xq.d[(r0 + r) * blocks + b];
+      const std::int8_t* xb = xq.block(r0 + r, b);
+      const float dx = xq.d[xq.at(r0 + r, b)];
       for (std::size_t c = 0; c < C; ++c) {
         const std::byte* block = rows[c] + offset;
         const std::int32_t s = dot_q8_block(reinterpret_cast<const std::int8_t*>(block + 2), xb);
@@ -294,9 +309,8 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
     std::memcpy(&packed, scale_bits, 8);
     const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));  // exact
     for (std::size_t r = 0; r < R; ++r) {
-      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.q + (r0 + r) * xq.k + b * q8_0_block_values,
-                                            xq.sums[(r0 + r) * blocks + b]);
-      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[(r0 + r) * blocks + b]));
+      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.block(r0 + r, b), xq.sums[xq.at(r0 + r, b)]);
+      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[xq.at(r0 + r, b)]));
       acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtepi32_pd(s), _mm256_cvtps_pd(d)));
     }
   }
@@ -304,6 +318,161 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
     alignas(16) float out[4];
     _mm_store_ps(out, _mm256_cvtpd_ps(acc[r]));
     for (std::size_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + n + c] = out[c];
+  }
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// ------------------------------------------ AVX-512 with VNNI: 512-bit tiles ----
+//
+// Each vpdpbusd multiplies two pairs (weight block, activation block) at
+// once, one per 256-bit half, and the int32 partial sums of 8 pairs (four
+// such vectors) are reduced together by a transposing tree into one vector
+// of 8 block sums, then scaled and added in 8 double lanes, lane = pair.
+// Per pair that is about one shuffle, where q8_block_sums4 spends about two
+// (three vphaddd and an extract for 4 pairs); every term and every add is
+// the one the scalar loop makes, in block order, so the bits stay the same.
+
+/// 8 int32 partial sums per half: w + 128 (unsigned bytes) times x (signed bytes).
+inline __m512i vnni_dot512(__m512i unsigned_w, __m512i x) noexcept {
+  __m512i sum = _mm512_setzero_si512();
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(unsigned_w), "v"(x));
+  return sum;
+}
+
+/// z0..z3 each hold pair a_i in their low half and pair b_i in their high
+/// half (8 int32 partial sums each): returns the 8 sums [a0 a1 a2 a3 b0 b1 b2 b3].
+inline __m256i sum_halves4(__m512i z0, __m512i z1, __m512i z2, __m512i z3) noexcept {
+  // Per 128-bit chunk: 2 partials each of (z0, z1), then of (z2, z3) ...
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
+  // ... then one partial each of z0..z3 per chunk: chunks 0, 1 the a's, 2, 3 the b's.
+  const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  const __m512i chunks = _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(3, 1, 2, 0));  // [c0 c2 c1 c3]
+  return _mm256_add_epi32(_mm512_castsi512_si256(chunks), _mm512_extracti64x4_epi64(chunks, 1));
+}
+
+/// The 4 (or 8) binary16 scales of blocks at `offset` of `rows`, as floats (exact).
+inline __m128 q8_scales4(const std::byte* const* rows, std::size_t offset) noexcept {
+  std::uint16_t s[4];
+  for (int c = 0; c < 4; ++c) std::memcpy(&s[c], rows[c] + offset, 2);
+  const std::uint64_t packed = std::uint64_t{s[0]} | std::uint64_t{s[1]} << 16 | std::uint64_t{s[2]} << 32 |
+                               std::uint64_t{s[3]} << 48;
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));
+}
+
+/// A Q8_0 block's 32 weights.
+inline __m256i q8_weights(const std::byte* block) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+}
+
+/// w + 128 as unsigned bytes (w ^ 0x80).
+inline __m512i q8_unsigned(__m512i w) noexcept { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
+
+/// One activation row r x 8 weight rows n .. n+cols-1 (cols <= 8; past
+/// cols the last row again, not written). Prefetches the 8 weight rows
+/// `ahead` rows on when `prefetch`.
+inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const WeightMatrix& w, std::size_t n,
+                                std::size_t cols, std::size_t ahead, float* y, std::size_t ldy,
+                                bool prefetch) noexcept {
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[8];
+  const std::byte* next[8];
+  for (std::size_t c = 0; c < 8; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));
+    next[c] = prefetch && n + ahead + c < w.rows ? w.row(n + ahead + c) : rows[c];
+  }
+  __m512d acc = _mm512_setzero_pd();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < 8; ++c) __builtin_prefetch(next[c] + offset);
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.block(r, b))));
+    __m512i z[4];
+    for (std::size_t c = 0; c < 4; ++c)  // weight rows c and c + 4 in one vector
+      z[c] = vnni_dot512(q8_unsigned(_mm512_inserti64x4(_mm512_castsi256_si512(q8_weights(rows[c] + offset)),
+                                                        q8_weights(rows[c + 4] + offset), 1)),
+                         x);
+    // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
+    const __m256i s = _mm256_sub_epi32(sum_halves4(z[0], z[1], z[2], z[3]),
+                                       _mm256_set1_epi32(128 * xq.sums[xq.at(r, b)]));
+    const __m256 dw = _mm256_set_m128(q8_scales4(rows + 4, offset), q8_scales4(rows, offset));
+    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xq.d[xq.at(r, b)]));
+    // double(s) * double(d) is exact: the fused add rounds as the plain one.
+    acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(d), acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, _mm512_cvtpd_ps(acc));
+  for (std::size_t c = 0; c < cols; ++c) y[r * ldy + n + c] = out[c];
+}
+
+/// Activation rows r0 .. r0+2P-1 (P pairs) x 4 weight rows n .. n+cols-1
+/// (cols <= 4): each weight block, loaded once into both halves of a
+/// vector, meets two rows' blocks (side by side in xq) per vpdpbusd.
+template <std::size_t P>
+inline void q8_tile_vnni512_pairs(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                                  std::size_t cols, std::size_t ahead, float* y, std::size_t ldy,
+                                  bool prefetch) noexcept {
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[4];
+  const std::byte* next[4];
+  for (std::size_t c = 0; c < 4; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));
+    next[c] = prefetch && n + ahead + c < w.rows ? w.row(n + ahead + c) : rows[c];
+  }
+  __m512d acc[P];
+  for (std::size_t p = 0; p < P; ++p) acc[p] = _mm512_setzero_pd();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < 4; ++c) __builtin_prefetch(next[c] + offset);
+    __m512i wu[4];
+    for (std::size_t c = 0; c < 4; ++c) wu[c] = q8_unsigned(_mm512_broadcast_i64x4(q8_weights(rows[c] + offset)));
+    const __m128 dw4 = q8_scales4(rows, offset);
+    const __m256 dw = _mm256_set_m128(dw4, dw4);
+    for (std::size_t p = 0; p < P; ++p) {
+      const std::size_t r = r0 + 2 * p, at = xq.at(r, b);  // rows r and r + 1: at and at + 1
+      const __m512i x = _mm512_loadu_si512(xq.block(r, b));
+      // Lanes 0..3: row r x weight rows 0..3; lanes 4..7: row r + 1.
+      const __m256i raw = sum_halves4(vnni_dot512(wu[0], x), vnni_dot512(wu[1], x), vnni_dot512(wu[2], x),
+                                      vnni_dot512(wu[3], x));
+      const __m256i x_sums = _mm256_set_m128i(_mm_set1_epi32(xq.sums[at + 1]), _mm_set1_epi32(xq.sums[at]));
+      const __m256i s = _mm256_sub_epi32(raw, _mm256_slli_epi32(x_sums, 7));
+      const __m256 dx = _mm256_set_m128(_mm_set1_ps(xq.d[at + 1]), _mm_set1_ps(xq.d[at]));
+      acc[p] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(_mm256_mul_ps(dw, dx)), acc[p]);
+    }
+  }
+  for (std::size_t p = 0; p < P; ++p) {
+    alignas(32) float out[8];
+    _mm256_store_ps(out, _mm512_cvtpd_ps(acc[p]));
+    for (std::size_t c = 0; c < cols; ++c) {
+      y[(r0 + 2 * p) * ldy + n + c] = out[c];
+      y[(r0 + 2 * p + 1) * ldy + n + c] = out[4 + c];
+    }
+  }
+}
+
+/// q8_columns for AVX-512 with VNNI: 8 weight rows at a time; over them,
+/// rows in groups of 4 (two 4 x 4 tiles), then a pair, then a single row
+/// (the 1 x 8 tile, also all of batch-1 decode).
+inline void q8_columns_vnni512(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0,
+                               std::size_t n1, float* y, std::size_t ldy) noexcept {
+  for (std::size_t n = n0; n < n1; n += 8) {
+    const std::size_t cols = std::min<std::size_t>(8, n1 - n);
+    std::size_t r = 0;
+    auto both_halves = [&](auto tile) {
+      tile(n, std::min<std::size_t>(4, cols), 8);
+      if (cols > 4) tile(n + 4, cols - 4, 8);
+    };
+    for (; r + 4 <= m; r += 4)
+      both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
+        q8_tile_vnni512_pairs<2>(xq, r, w, n_tile, c, ahead, y, ldy, r == 0);
+      });
+    if (r + 2 <= m) {
+      both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
+        q8_tile_vnni512_pairs<1>(xq, r, w, n_tile, c, ahead, y, ldy, r == 0);
+      });
+      r += 2;
+    }
+    if (r < m) q8_tile_vnni512_row(xq, r, w, n, cols, 8, y, ldy, r == 0);
   }
 }
 #endif
@@ -326,6 +495,12 @@ inline void q8_tile(const QuantizedRows& xq, std::size_t r0, const WeightMatrix&
 template <class Arch, Int8Dot Dot>
 inline void q8_columns(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0, std::size_t n1,
                        float* y, std::size_t ldy) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  if constexpr (Dot == Int8Dot::vnni) {
+    q8_columns_vnni512(xq, m, w, n0, n1, y, ldy);
+    return;
+  }
+#endif
   constexpr std::size_t R = q8_tile_rows<Arch>;
   for (std::size_t n = n0; n < n1; n += q8_tile_cols) {
     const std::size_t cols = std::min(q8_tile_cols, n1 - n);
@@ -366,12 +541,12 @@ inline void q8_gemv_quantized(const float* x, std::size_t ldx, std::size_t m, co
   auto* q = reinterpret_cast<std::int8_t*>(scratch);
   auto* d = reinterpret_cast<float*>(scratch + q_bytes);
   auto* sums = reinterpret_cast<std::int32_t*>(d + blocks);
-  quantize_q8_rows(x, ldx, 0, m, k, q, d, sums);
-  const QuantizedRows xq{q, d, sums, k};
+  quantize_q8_rows(x, ldx, m, k, q, d, sums);
+  const QuantizedRows xq{q, d, sums, k, m};
   std::size_t rows = 0;
   for (std::size_t i = 0; i < count; ++i) rows += outs[i].weight->rows;
   std::size_t chunk = (rows + pool.size() * 8 - 1) / (pool.size() * 8);
-  chunk = std::max<std::size_t>(16, (chunk + q8_tile_cols - 1) / q8_tile_cols * q8_tile_cols);
+  chunk = std::max<std::size_t>(16, (chunk + 7) / 8 * 8);  // whole tiles of 4 and of 8 weight rows
   std::size_t first[matmul_group_max + 1] = {};
   for (std::size_t i = 0; i < count; ++i) first[i + 1] = first[i] + (outs[i].weight->rows + chunk - 1) / chunk;
   pool.parallel_for(first[count], [&](std::size_t task, std::size_t) {
