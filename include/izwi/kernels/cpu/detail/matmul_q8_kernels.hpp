@@ -294,7 +294,8 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
   q8_tile_weight_rows(w, n, cols, prefetch, rows, next);
   __m256d acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
-  for (std::size_t b = 0; b < blocks; ++b) {
+  const std::size_t step = xq.m;  // rows r0.. of block b at xq.at(r0, b) = at (no multiply per block)
+  for (std::size_t b = 0, at = r0; b < blocks; ++b, at += step) {
     const std::size_t offset = b * q8_0_block_bytes;
     for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
     __m256i weights[4], unsigned_w[4];
@@ -309,8 +310,8 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
     std::memcpy(&packed, scale_bits, 8);
     const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));  // exact
     for (std::size_t r = 0; r < R; ++r) {
-      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.block(r0 + r, b), xq.sums[xq.at(r0 + r, b)]);
-      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[xq.at(r0 + r, b)]));
+      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.q + (at + r) * q8_0_block_values, xq.sums[at + r]);
+      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[at + r]));
       acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtepi32_pd(s), _mm256_cvtps_pd(d)));
     }
   }
@@ -369,24 +370,30 @@ inline __m256i q8_weights(const std::byte* block) noexcept {
 /// w + 128 as unsigned bytes (w ^ 0x80).
 inline __m512i q8_unsigned(__m512i w) noexcept { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
 
+/// How far past a tile's weight rows the first row group prefetches: the
+/// next 8 rows when `prefetch` and they exist (the weight rows are
+/// equally spaced, so one distance serves every row of the tile and
+/// keeps the general registers for the row pointers), else 0 (its own rows).
+inline std::size_t q8_prefetch_distance(const WeightMatrix& w, std::size_t n, bool prefetch) noexcept {
+  return prefetch && n + 16 <= w.rows ? 8 * w.row_bytes() : 0;
+}
+
 /// One activation row r x 8 weight rows n .. n+cols-1 (cols <= 8; past
 /// cols the last row again, not written). Prefetches the 8 weight rows
-/// `ahead` rows on when `prefetch`.
+/// after them when `prefetch`.
 inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const WeightMatrix& w, std::size_t n,
-                                std::size_t cols, std::size_t ahead, float* y, std::size_t ldy,
-                                bool prefetch) noexcept {
+                                std::size_t cols, float* y, std::size_t ldy, bool prefetch) noexcept {
   const std::size_t blocks = xq.k / q8_0_block_values;
   const std::byte* rows[8];
-  const std::byte* next[8];
-  for (std::size_t c = 0; c < 8; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));
-    next[c] = prefetch && n + ahead + c < w.rows ? w.row(n + ahead + c) : rows[c];
-  }
+  for (std::size_t c = 0; c < 8; ++c) rows[c] = w.row(n + std::min(c, cols - 1));
+  const std::size_t ahead = q8_prefetch_distance(w, n, prefetch);
   __m512d acc = _mm512_setzero_pd();
-  for (std::size_t b = 0; b < blocks; ++b) {
+  const std::size_t step = xq.m;
+  for (std::size_t b = 0, at = r; b < blocks; ++b, at += step) {  // at = xq.at(r, b)
     const std::size_t offset = b * q8_0_block_bytes;
-    for (std::size_t c = 0; c < 8; ++c) __builtin_prefetch(next[c] + offset);
-    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.block(r, b))));
+    for (std::size_t c = 0; c < 8; ++c) __builtin_prefetch(rows[c] + ahead + offset);
+    const __m512i x = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q + at * q8_0_block_values)));
     __m512i z[4];
     for (std::size_t c = 0; c < 4; ++c)  // weight rows c and c + 4 in one vector
       z[c] = vnni_dot512(q8_unsigned(_mm512_inserti64x4(_mm512_castsi256_si512(q8_weights(rows[c] + offset)),
@@ -394,9 +401,9 @@ inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const We
                          x);
     // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
     const __m256i s = _mm256_sub_epi32(sum_halves4(z[0], z[1], z[2], z[3]),
-                                       _mm256_set1_epi32(128 * xq.sums[xq.at(r, b)]));
+                                       _mm256_set1_epi32(128 * xq.sums[at]));
     const __m256 dw = _mm256_set_m128(q8_scales4(rows + 4, offset), q8_scales4(rows, offset));
-    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xq.d[xq.at(r, b)]));
+    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xq.d[at]));
     // double(s) * double(d) is exact: the fused add rounds as the plain one.
     acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(d), acc);
   }
@@ -408,29 +415,26 @@ inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const We
 /// Activation rows r0 .. r0+2P-1 (P pairs) x 4 weight rows n .. n+cols-1
 /// (cols <= 4): each weight block, loaded once into both halves of a
 /// vector, meets two rows' blocks (side by side in xq) per vpdpbusd.
+/// Prefetches `ahead` bytes past its rows (q8_prefetch_distance).
 template <std::size_t P>
 inline void q8_tile_vnni512_pairs(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
-                                  std::size_t cols, std::size_t ahead, float* y, std::size_t ldy,
-                                  bool prefetch) noexcept {
+                                  std::size_t cols, std::size_t ahead, float* y, std::size_t ldy) noexcept {
   const std::size_t blocks = xq.k / q8_0_block_values;
   const std::byte* rows[4];
-  const std::byte* next[4];
-  for (std::size_t c = 0; c < 4; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));
-    next[c] = prefetch && n + ahead + c < w.rows ? w.row(n + ahead + c) : rows[c];
-  }
+  for (std::size_t c = 0; c < 4; ++c) rows[c] = w.row(n + std::min(c, cols - 1));
   __m512d acc[P];
   for (std::size_t p = 0; p < P; ++p) acc[p] = _mm512_setzero_pd();
-  for (std::size_t b = 0; b < blocks; ++b) {
+  const std::size_t step = xq.m;
+  for (std::size_t b = 0, at0 = r0; b < blocks; ++b, at0 += step) {  // at0 = xq.at(r0, b)
     const std::size_t offset = b * q8_0_block_bytes;
-    for (std::size_t c = 0; c < 4; ++c) __builtin_prefetch(next[c] + offset);
+    for (std::size_t c = 0; c < 4; ++c) __builtin_prefetch(rows[c] + ahead + offset);
     __m512i wu[4];
     for (std::size_t c = 0; c < 4; ++c) wu[c] = q8_unsigned(_mm512_broadcast_i64x4(q8_weights(rows[c] + offset)));
     const __m128 dw4 = q8_scales4(rows, offset);
     const __m256 dw = _mm256_set_m128(dw4, dw4);
     for (std::size_t p = 0; p < P; ++p) {
-      const std::size_t r = r0 + 2 * p, at = xq.at(r, b);  // rows r and r + 1: at and at + 1
-      const __m512i x = _mm512_loadu_si512(xq.block(r, b));
+      const std::size_t at = at0 + 2 * p;  // rows r0 + 2p and r0 + 2p + 1: at and at + 1
+      const __m512i x = _mm512_loadu_si512(xq.q + at * q8_0_block_values);
       // Lanes 0..3: row r x weight rows 0..3; lanes 4..7: row r + 1.
       const __m256i raw = sum_halves4(vnni_dot512(wu[0], x), vnni_dot512(wu[1], x), vnni_dot512(wu[2], x),
                                       vnni_dot512(wu[3], x));
@@ -459,20 +463,21 @@ inline void q8_columns_vnni512(const QuantizedRows& xq, std::size_t m, const Wei
     const std::size_t cols = std::min<std::size_t>(8, n1 - n);
     std::size_t r = 0;
     auto both_halves = [&](auto tile) {
-      tile(n, std::min<std::size_t>(4, cols), 8);
-      if (cols > 4) tile(n + 4, cols - 4, 8);
+      const std::size_t ahead = q8_prefetch_distance(w, n, r == 0);
+      tile(n, std::min<std::size_t>(4, cols), ahead);
+      if (cols > 4) tile(n + 4, cols - 4, ahead);
     };
     for (; r + 4 <= m; r += 4)
       both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
-        q8_tile_vnni512_pairs<2>(xq, r, w, n_tile, c, ahead, y, ldy, r == 0);
+        q8_tile_vnni512_pairs<2>(xq, r, w, n_tile, c, ahead, y, ldy);
       });
     if (r + 2 <= m) {
       both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
-        q8_tile_vnni512_pairs<1>(xq, r, w, n_tile, c, ahead, y, ldy, r == 0);
+        q8_tile_vnni512_pairs<1>(xq, r, w, n_tile, c, ahead, y, ldy);
       });
       r += 2;
     }
-    if (r < m) q8_tile_vnni512_row(xq, r, w, n, cols, 8, y, ldy, r == 0);
+    if (r < m) q8_tile_vnni512_row(xq, r, w, n, cols, y, ldy, r == 0);
   }
 }
 #endif
