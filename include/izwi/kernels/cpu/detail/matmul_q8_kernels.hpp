@@ -353,13 +353,37 @@ inline __m256i sum_halves4(__m512i z0, __m512i z1, __m512i z2, __m512i z3) noexc
   return _mm256_add_epi32(_mm512_castsi512_si256(chunks), _mm512_extracti64x4_epi64(chunks, 1));
 }
 
-/// The 4 (or 8) binary16 scales of blocks at `offset` of `rows`, as floats (exact).
+/// The first 4 bytes of a block (its binary16 scale, then 2 weights) in
+/// every lane: a broadcast load, no shuffle.
+inline __m256i q8_scale_word(const std::byte* block) noexcept {
+  std::int32_t word;
+  std::memcpy(&word, block, 4);
+  return _mm256_set1_epi32(word);
+}
+
+/// The binary16 scales of the blocks at `offset` of rows[0..7] as floats
+/// (exact): lane c's dword from row c by blends of broadcast loads, then its
+/// low halves packed (vpmovdw). (Gathering them through general registers,
+/// a load, shift and or each, cost about 25 instructions per 8 rows.)
+inline __m256 q8_scales8(const std::byte* const* rows, std::size_t offset) noexcept {
+  __m256i v = q8_scale_word(rows[0] + offset);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[1] + offset), 0x02);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[2] + offset), 0x04);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[3] + offset), 0x08);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[4] + offset), 0x10);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[5] + offset), 0x20);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[6] + offset), 0x40);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[7] + offset), 0x80);
+  return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v));
+}
+
+/// The same for rows[0..3].
 inline __m128 q8_scales4(const std::byte* const* rows, std::size_t offset) noexcept {
-  std::uint16_t s[4];
-  for (int c = 0; c < 4; ++c) std::memcpy(&s[c], rows[c] + offset, 2);
-  const std::uint64_t packed = std::uint64_t{s[0]} | std::uint64_t{s[1]} << 16 | std::uint64_t{s[2]} << 32 |
-                               std::uint64_t{s[3]} << 48;
-  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));
+  __m128i v = _mm256_castsi256_si128(q8_scale_word(rows[0] + offset));
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[1] + offset)), 0x2);
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[2] + offset)), 0x4);
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[3] + offset)), 0x8);
+  return _mm_cvtph_ps(_mm_cvtepi32_epi16(v));
 }
 
 /// A Q8_0 block's 32 weights.
@@ -402,7 +426,7 @@ inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const We
     // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
     const __m256i s = _mm256_sub_epi32(sum_halves4(z[0], z[1], z[2], z[3]),
                                        _mm256_set1_epi32(128 * xq.sums[at]));
-    const __m256 dw = _mm256_set_m128(q8_scales4(rows + 4, offset), q8_scales4(rows, offset));
+    const __m256 dw = q8_scales8(rows, offset);
     const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xq.d[at]));
     // double(s) * double(d) is exact: the fused add rounds as the plain one.
     acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(d), acc);
