@@ -32,9 +32,12 @@
 //            AVX-512 BW without VNNI on 256-bit vectors)
 //   vnni     w + 128 (w ^ 0x80) as unsigned bytes times x as signed bytes
 //            into int32 in one vpdpbusd (AVX-512 VNNI with VL), minus
-//            128 * (the block's sum of x, kept from step 1); written as inline assembly so that the avx512 translation
-//            unit needs no -mavx512vnni: only the "avx512" table of a CPU
-//            with VNNI reaches it (dispatch.hpp).
+//            128 * (the block's sum of x, kept from step 1); written as
+//            inline assembly so that the avx512 translation unit needs no
+//            -mavx512vnni: only the "avx512" table of a CPU with VNNI
+//            reaches it (dispatch.hpp). On 512-bit vectors: two pairs of
+//            blocks per instruction, the 8 pairs' partial sums of four
+//            vectors reduced together (q8_columns_vnni512).
 
 #include <algorithm>
 #include <cfloat>
@@ -62,10 +65,14 @@ inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx5
 /// Most activation rows for which the variant takes this path; with more,
 /// matmul widens the weights with F32 activations (matmul_kernels.hpp).
 /// Measured with weights in L2 (compute bound, 1 thread; indications from a
-/// loaded machine): AVX-512 from 2 rows is faster with its 16-lane FMA 4 x 4
-/// blocks and widened tiles (the per-block int32 reduction and scaling here
-/// cost more than its integer products save: m = 4 15.6 vs 19.4 us, m = 16
-/// 56 vs 81 us for 256 x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
+/// loaded machine): AVX-512 with VNNI's 512-bit tiles against the 16-lane
+/// FMA blocks, 512 x 1024: ahead from 2 to 8 rows (m = 2 24-46 vs 62-83
+/// us), level at 16 (180-335 vs 168-366), so every GEMV row count (a
+/// request's bits then do not change between 1 and 16 rows). AVX-512
+/// without VNNI keeps the 256-bit tile, which lost from 2 rows to the FMA
+/// blocks (the per-block int32 reduction and scaling cost more than its
+/// integer products save: m = 4 15.6 vs 19.4 us, m = 16 56 vs 81 us for 256
+/// x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
 /// gains at every m (1: 28 -> 41 GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9); the
 /// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
 /// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
