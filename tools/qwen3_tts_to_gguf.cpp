@@ -53,6 +53,13 @@ io::GgmlType matrix_type = io::GgmlType::f32;
 
 bool is_matrix(const std::vector<std::uint64_t>& shape) { return shape.size() >= 2; }
 
+/// `type` for a tensor whose rows hold `row_values` values: Q8_0 needs whole
+/// blocks of 32, so rows that are not (the small test shape's predictor,
+/// 48 wide) stay f32, as llama.cpp's quantizer falls back for such tensors.
+io::GgmlType storable(io::GgmlType type, std::uint64_t row_values) {
+  return type == io::GgmlType::q8_0 && row_values % 32 != 0 ? io::GgmlType::f32 : type;
+}
+
 struct Source {
   io::ModelDirectory dir;
   std::vector<float> get(const std::string& name) const { return dir.to_f32(name); }
@@ -66,7 +73,7 @@ void add(io::GgufWriter& w, const std::string& name, const Source& s, const std:
          io::GgmlType type = io::GgmlType::f32) {
   const std::vector<float> v = s.get(hf);
   std::vector<std::uint64_t> shape = s.shape(hf);
-  w.add_tensor(name, type, shape, v);
+  w.add_tensor(name, storable(type, shape.back()), shape, v);
 }
 
 /// tokenizer.json's tokens padded to `text_vocab`, then the codec tokens
@@ -192,7 +199,8 @@ void write_talker(const Source& s, const io::JsonValue& config, const io::JsonVa
   w.set("tokenizer.ggml.suppress_tokens", io::GgufValue::integers(io::GgufValueType::int32, std::move(suppress)));
 
   const std::vector<float> embd = folded_embeddings(s, c);
-  w.add_tensor("token_embd.weight", matrix_type, {static_cast<std::uint64_t>(total), t.hidden_size}, embd);
+  w.add_tensor("token_embd.weight", storable(matrix_type, t.hidden_size), {static_cast<std::uint64_t>(total), t.hidden_size},
+               embd);
   add(w, "output.weight", s, "talker.codec_head.weight", matrix_type);
   add(w, "output_norm.weight", s, "talker.model.norm.weight");
   for (const std::string& name : s.dir.tensor_names()) {
@@ -272,8 +280,10 @@ void write_code_predictor(io::GgufWriter& w, const Source& s, const Qwen3TtsConf
     head.insert(head.end(), h.begin(), h.end());
   }
   const std::uint64_t groups = c.num_code_groups - 1, vocab = c.predictor.vocab_size;
-  w.add_tensor("a.gen.code.embd.weight", matrix_type, {groups, vocab, c.talker.hidden_size}, embd);
-  w.add_tensor("a.gen.code.head.weight", matrix_type, {groups, vocab, c.predictor.hidden_size}, head);
+  w.add_tensor("a.gen.code.embd.weight", storable(matrix_type, c.talker.hidden_size), {groups, vocab, c.talker.hidden_size},
+               embd);
+  w.add_tensor("a.gen.code.head.weight", storable(matrix_type, c.predictor.hidden_size),
+               {groups, vocab, c.predictor.hidden_size}, head);
   add(w, "a.gen.code.out_embd.weight", s, "talker.model.codec_embedding.weight");
   add(w, "a.gen.code.output_norm.weight", s, p + "model.norm.weight");
   if (s.dir.find(p + "small_to_mtp_projection.weight")) {

@@ -370,13 +370,20 @@ TEST_CASE("matmul_group_batch_invariant: a row's outputs are bit-identical in an
           CHECK(std::equal(alone1.begin(), alone1.begin() + n1, y1.begin() + static_cast<std::ptrdiff_t>(r * (n1 + 3))));
           CHECK(y1[r * (n1 + 3) + n1] == -1.0f);  // the padding of ldy is left alone
         }
+        // Q8_0 where the variant quantizes here too: the integer path's exact
+        // floats (so every m gives matmul()'s bits of the quantized path).
+        const bool quantized = dtype == DType::q8_0 && kernels.q8_0_batch_invariant_quantized;
+        const auto integer = quantized ? q8_integer_reference(x.data(), ldx, 1, w0) : std::vector<float>{};
         for (std::size_t j = 0; j < n0; ++j) {
           double ref = 0, mag = 0;
           for (std::size_t l = 0; l < k; ++l) {
             ref += double(x[l]) * double(w0.values[j * k + l]);
             mag += std::fabs(double(x[l]) * double(w0.values[j * k + l]));
           }
-          REQUIRE(std::fabs(double(alone0[j]) - ref) <= relative_tolerance * (mag + 1.0) * std::sqrt(double(k)));
+          const double quantization = quantized ? q8_quantization_bound(x.data(), w0.values.data() + j * k, k) : 0.0;
+          REQUIRE(std::fabs(double(alone0[j]) - ref) <=
+                  relative_tolerance * (mag + 1.0) * std::sqrt(double(k)) + quantization);
+          if (quantized) REQUIRE(alone0[j] == integer[j]);
         }
       }
   });
@@ -437,6 +444,25 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
         std::vector<float> y(rows * n, -1.0f);
         kernels.matmul(x.data() + first * k, k, rows, w.matrix, y.data(), n, pool);
         check_rows(y, rows, first);
+      }
+    // The batch-invariant entry point, where it quantizes: the same floats
+    // for every row count, past gemv_max_rows too (37 rows: row r is row
+    // r % 16 of x), and with the rows in any grouping.
+    if (!kernels.q8_0_batch_invariant_quantized) return;
+    const std::size_t many = 37;
+    std::vector<float> repeated(many * k);
+    for (std::size_t r = 0; r < many; ++r)
+      std::copy(x.begin() + static_cast<std::ptrdiff_t>((r % m) * k),
+                x.begin() + static_cast<std::ptrdiff_t>((r % m + 1) * k), repeated.begin() + static_cast<std::ptrdiff_t>(r * k));
+    for (std::size_t rows : {std::size_t{1}, std::size_t{3}, std::size_t{16}, many})
+      for (std::size_t first = 0; first + rows <= many; first += rows) {
+        std::vector<float> y(rows * n, -1.0f);
+        const kernels::cpu::MatmulOutput out{&w.matrix, y.data(), n};
+        kernels.matmul_group_batch_invariant(repeated.data() + first * k, k, rows, &out, 1, pool);
+        for (std::size_t r = 0; r < rows; ++r) {
+          std::vector<float> row(y.begin() + static_cast<std::ptrdiff_t>(r * n), y.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
+          check_rows(row, 1, (first + r) % m);
+        }
       }
   });
   // Row 1 is zero and row 0 exact: the quantization cost nothing there.

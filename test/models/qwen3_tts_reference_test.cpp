@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/models/qwen3_tts.hpp"
 #include "models/random_qwen3_tts.hpp"
@@ -145,4 +146,34 @@ TEST_CASE("Qwen3-TTS from llama.cpp's GGUF pair speaks as from the Hugging Face 
   INFO("relative L2 " << std::sqrt(diff / norm));
   CHECK(std::sqrt(diff / norm) <= 1e-2);
   CHECK(std::sqrt(diff / norm) > 0.0);  // the f16 kernels are really the GGUF's
+}
+
+TEST_CASE("Qwen3-TTS with Q8_0 matrices: a batch of requests equals each request alone", "[qwen3_tts][reference]") {
+  // The GGUF pair with the talker's and predictor's matrices in Q8_0: their
+  // batch-invariant matmuls take the quantized-activation path on the
+  // kernel variants that have it (KernelTable::q8_0_batch_invariant_quantized),
+  // at every row count, so a request's codes must not depend on its batch.
+  const fs::path dir = testing::random_qwen3_tts();
+  const fs::path talker = fs::current_path() / "random-qwen3-tts-small-q8_0-talker.gguf";
+  const fs::path mmproj = fs::current_path() / "random-qwen3-tts-small-q8_0-mmproj.gguf";
+  if (!fs::exists(mmproj)) {
+    const std::string command = std::string(IZWI_QWEN3_TTS_TO_GGUF) + " " + dir.string() + " --talker " +
+                                talker.string() + " --mmproj " + mmproj.string() + " --type q8_0 > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  const Qwen3Tts q8 = Qwen3Tts::load_gguf(talker, mmproj);
+  const std::vector<Qwen3TtsRequest> batch = {
+      testing::qwen3_tts_request({9707, 11, 1879}, "english", "ryan", Qwen3TtsSampling::greedy(), 12),
+      testing::qwen3_tts_request({100, 200, 300, 400, 500, 600}, "auto", "", testing::seeded_sampling(11), 9),
+      testing::qwen3_tts_request({42}, "chinese", "eric", testing::seeded_sampling(12), 10),
+      testing::qwen3_tts_request({5, 6, 7, 8}, "english", "", Qwen3TtsSampling::greedy(), 8)};
+  detail::ThreadPool pool(2);
+  Qwen3TtsGenerator generator(q8, pool);
+  const std::vector<Qwen3TtsCodes> together = generator.generate(batch);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::vector<Qwen3TtsCodes> alone = generator.generate(std::span(&batch[i], 1));
+    INFO("request " << i << " of " << kernels::cpu::active_kernels().name);
+    CHECK(together[i].frames == alone[0].frames);
+    CHECK(together[i].codes == alone[0].codes);
+  }
 }

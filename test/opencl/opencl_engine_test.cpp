@@ -172,7 +172,7 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
     const bool cpu_rounds_bf16 = type == "bf16" && kernels::cpu::active_kernels().bf16_amx_min_rows != 0;
     if (type == "q8_0" || cpu_rounds_bf16) {
       // The CPU's Q8_0 matmuls of few rows (KernelTable::q8_0_quantized_max_rows:
-      // AVX-512 one, AVX2 up to 16, so on AVX2 every step here, chunks of 16
+      // AVX-512 with VNNI and AVX2 up to 16, so there every step here, chunks of 16
       // tokens) quantize the activations to 8-bit blocks for integer dot
       // products, as llama.cpp's CPU backend does, and its BF16 ones on AMX
       // round them to bf16; the GPU widens the weights and keeps f32

@@ -69,6 +69,10 @@ struct KernelTable {
   /// to 8-bit blocks for integer dot products (matmul.hpp); more rows widen
   /// the weights with F32 activations.
   std::size_t q8_0_quantized_max_rows;
+  /// Whether matmul_group_batch_invariant quantizes the activations for
+  /// Q8_0 weights too, at every row count (the same bits as matmul()'s
+  /// quantized path; otherwise it widens the weights).
+  bool q8_0_batch_invariant_quantized;
   /// BF16 matmuls of at least this many activation rows round the
   /// activations to bf16 and multiply on AMX tiles (0: never; the "avx512"
   /// table of a CPU with AMX-BF16): each result within 2^-8 * sum |x w| of

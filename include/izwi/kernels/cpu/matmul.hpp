@@ -18,8 +18,9 @@
 //   blocks of 4 activation rows x 4 weight rows (AVX-512), so each widened
 //   weight vector feeds 4 FMAs and each activation vector 4, and the weight
 //   rows of a block are read again from L1 by the next 4 rows. Q8_0 weights
-//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512: 1, AVX2:
-//   16, SSE2: 11) instead meet activations quantized once per call to Q8_0-style blocks
+//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512 with VNNI
+//   and AVX2: 16, AVX-512 without VNNI: 1, SSE2: 11) instead meet activations
+//   quantized once per call to Q8_0-style blocks
 //   (d = max|x| / 127, int8 values) in integer dot products (AVX-512 VNNI,
 //   AVX2), one float scale per 32 values, as llama.cpp's CPU backend: an
 //   error of at most half a quantization step per activation, and results
@@ -127,7 +128,10 @@ inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, std::sp
 /// gemv_max_rows rows give up matmul()'s GEMM (prefill is slower). For
 /// decoders whose sampled output must not depend on the batch (Qwen3-TTS's
 /// talker and code predictor). Its results differ in the last bits from
-/// matmul_batch_invariant()'s and, for m > 1, from matmul()'s.
+/// matmul_batch_invariant()'s and, for m > 1, from matmul()'s. Q8_0 weights
+/// on the variants with KernelTable::q8_0_batch_invariant_quantized (AVX2,
+/// AVX-512 with VNNI) instead take matmul()'s quantized-activation path at
+/// every m: the same bits as matmul() for m <= q8_0_quantized_max_rows.
 inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::size_t m,
                                          std::span<const MatmulOutput> outputs, ThreadPool& pool) noexcept;
 

@@ -739,10 +739,21 @@ inline void matmul_batch_invariant(const float* x, std::size_t ldx, std::size_t 
 // add per depth block, are taken only when k is one depth block. Qwen3-TTS's talker and code predictor
 // use it: batch-sized m (decode) runs as fast as matmul()'s batched GEMV;
 // prefill-sized m gives up the GEMM.
-template <class Arch>
+//
+// Q8_0 weights on the variants where q8_batch_invariant_quantized holds take
+// the quantized-activation path (matmul_q8_kernels.hpp) at every m instead:
+// it quantizes and sums each row alone, in block order, whatever the rows
+// beside it, bit-identical to matmul()'s for m <= q8_0_quantized_max_rows.
+template <class Arch, Int8Dot Dot = default_int8_dot<Arch>>
 inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
                                          std::size_t count, ThreadPool& pool) noexcept {
   if (m == 0 || count == 0) return;
+  if constexpr (q8_batch_invariant_quantized<Arch, Dot>) {
+    if (all_q8_0(outs, count)) {
+      q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+      return;
+    }
+  }
   gemv_batched<Arch>(x, ldx, m, outs, count, pool, false);
 }
 

@@ -32,9 +32,12 @@
 //            AVX-512 BW without VNNI on 256-bit vectors)
 //   vnni     w + 128 (w ^ 0x80) as unsigned bytes times x as signed bytes
 //            into int32 in one vpdpbusd (AVX-512 VNNI with VL), minus
-//            128 * (the block's sum of x, kept from step 1); written as inline assembly so that the avx512 translation
-//            unit needs no -mavx512vnni: only the "avx512" table of a CPU
-//            with VNNI reaches it (dispatch.hpp).
+//            128 * (the block's sum of x, kept from step 1); written as
+//            inline assembly so that the avx512 translation unit needs no
+//            -mavx512vnni: only the "avx512" table of a CPU with VNNI
+//            reaches it (dispatch.hpp). On 512-bit vectors: two pairs of
+//            blocks per instruction, the 8 pairs' partial sums of four
+//            vectors reduced together (q8_columns_vnni512).
 
 #include <algorithm>
 #include <cfloat>
@@ -62,24 +65,43 @@ inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx5
 /// Most activation rows for which the variant takes this path; with more,
 /// matmul widens the weights with F32 activations (matmul_kernels.hpp).
 /// Measured with weights in L2 (compute bound, 1 thread; indications from a
-/// loaded machine): AVX-512 from 2 rows is faster with its 16-lane FMA 4 x 4
-/// blocks and widened tiles (the per-block int32 reduction and scaling here
-/// cost more than its integer products save: m = 4 15.6 vs 19.4 us, m = 16
-/// 56 vs 81 us for 256 x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
+/// loaded machine): AVX-512 with VNNI's 512-bit tiles against the 16-lane
+/// FMA blocks, 512 x 1024: ahead from 2 to 8 rows (m = 2 24-46 vs 62-83
+/// us), level at 16 (180-335 vs 168-366), so every GEMV row count (a
+/// request's bits then do not change between 1 and 16 rows). AVX-512
+/// without VNNI keeps the 256-bit tile, which lost from 2 rows to the FMA
+/// blocks (the per-block int32 reduction and scaling cost more than its
+/// integer products save: m = 4 15.6 vs 19.4 us, m = 16 56 vs 81 us for 256
+/// x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
 /// gains at every m (1: 28 -> 41 GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9); the
 /// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
 /// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
 template <class Arch, Int8Dot Dot>
-inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? 1
+inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? (Dot == Int8Dot::vnni ? gemv_max_rows : 1)
                                                      : Dot == Int8Dot::avx2 ? gemv_max_rows
                                                                             : 11;
 
-/// Activation rows quantized to Q8_0-style blocks (step 1 above).
+/// Whether matmul_group_batch_invariant takes this path for Q8_0 weights,
+/// at every m (so a row's bits never depend on m): where it is the faster
+/// path at every GEMV row count (AVX2, AVX-512 with VNNI). A row's result
+/// here does not depend on the other rows or m by construction (each row is
+/// quantized and summed alone, in block order).
+template <class Arch, Int8Dot Dot>
+inline constexpr bool q8_batch_invariant_quantized = Dot != Int8Dot::generic && q8_quantized_max_rows<Arch, Dot> == gemv_max_rows;
+
+/// Activation rows quantized to Q8_0-style blocks (step 1 above), block by
+/// block: block b of rows 0..m-1 lie side by side, so that the blocks of
+/// neighbouring rows that one register block multiplies by the same weight
+/// block are one load (AVX-512: two rows in one 512-bit vector).
 struct QuantizedRows {
-  const std::int8_t* q = nullptr;  // m rows of k values; row r at q + r * k
-  const float* d = nullptr;        // m rows of k / 32 block scales
-  const std::int32_t* sums = nullptr;  // m rows of k / 32 block sums of q (the VNNI path's correction)
+  const std::int8_t* q = nullptr;      // block b of row r: 32 values at q + (b * m + r) * 32
+  const float* d = nullptr;            // its scale at d[b * m + r]
+  const std::int32_t* sums = nullptr;  // its sum of q at sums[b * m + r] (the VNNI path's correction)
   std::size_t k = 0;
+  std::size_t m = 0;
+
+  std::size_t at(std::size_t r, std::size_t b) const noexcept { return b * m + r; }
+  const std::int8_t* block(std::size_t r, std::size_t b) const noexcept { return q + at(r, b) * q8_0_block_values; }
 };
 
 /// One block of 32 activations: its scale, and q (step 1 above), and the sum of q.
@@ -146,20 +168,20 @@ inline float quantize_q8_block_avx2(const float* x, std::int8_t* q, std::int32_t
 }
 #endif
 
-/// Rows [r0, r1) of x (k values each, k a multiple of 32) into q, d and sums
+/// Rows 0..m-1 of x (k values each, k a multiple of 32) into q, d and sums
 /// laid out as QuantizedRows.
-inline void quantize_q8_rows(const float* x, std::size_t ldx, std::size_t r0, std::size_t r1, std::size_t k,
-                             std::int8_t* q, float* d, std::int32_t* sums) noexcept {
+inline void quantize_q8_rows(const float* x, std::size_t ldx, std::size_t m, std::size_t k, std::int8_t* q, float* d,
+                             std::int32_t* sums) noexcept {
   const std::size_t blocks = k / q8_0_block_values;
-  for (std::size_t r = r0; r < r1; ++r)
-    for (std::size_t b = 0; b < blocks; ++b)
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t at = b * m + r;
 #if defined(__AVX2__)
-      d[r * blocks + b] = quantize_q8_block_avx2(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
-                                                 sums[r * blocks + b]);
+      d[at] = quantize_q8_block_avx2(x + r * ldx + b * q8_0_block_values, q + at * q8_0_block_values, sums[at]);
 #else
-      d[r * blocks + b] = quantize_q8_block(x + r * ldx + b * q8_0_block_values, q + r * k + b * q8_0_block_values,
-                                            sums[r * blocks + b]);
+      d[at] = quantize_q8_block(x + r * ldx + b * q8_0_block_values, q + at * q8_0_block_values, sums[at]);
 #endif
+    }
 }
 
 /// A Q8_0 weight block's scale (its first two bytes, binary16).
@@ -212,8 +234,8 @@ inline void q8_tile_generic(const QuantizedRows& xq, std::size_t r0, const Weigh
     const std::size_t offset = b * q8_0_block_bytes;
     for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
     for (std::size_t r = 0; r < R; ++r) {
-      const std::int8_t* xb = xq.q + (r0 + r) * xq.k + b * q8_0_block_values;
-      const float dx = xq.d[(r0 + r) * blocks + b];
+      const std::int8_t* xb = xq.block(r0 + r, b);
+      const float dx = xq.d[xq.at(r0 + r, b)];
       for (std::size_t c = 0; c < C; ++c) {
         const std::byte* block = rows[c] + offset;
         const std::int32_t s = dot_q8_block(reinterpret_cast<const std::int8_t*>(block + 2), xb);
@@ -279,7 +301,8 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
   q8_tile_weight_rows(w, n, cols, prefetch, rows, next);
   __m256d acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
-  for (std::size_t b = 0; b < blocks; ++b) {
+  const std::size_t step = xq.m;  // rows r0.. of block b at xq.at(r0, b) = at (no multiply per block)
+  for (std::size_t b = 0, at = r0; b < blocks; ++b, at += step) {
     const std::size_t offset = b * q8_0_block_bytes;
     for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
     __m256i weights[4], unsigned_w[4];
@@ -294,9 +317,8 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
     std::memcpy(&packed, scale_bits, 8);
     const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));  // exact
     for (std::size_t r = 0; r < R; ++r) {
-      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.q + (r0 + r) * xq.k + b * q8_0_block_values,
-                                            xq.sums[(r0 + r) * blocks + b]);
-      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[(r0 + r) * blocks + b]));
+      const __m128i s = q8_block_sums4<Dot>(unsigned_w, weights, xq.q + (at + r) * q8_0_block_values, xq.sums[at + r]);
+      const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(xq.d[at + r]));
       acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtepi32_pd(s), _mm256_cvtps_pd(d)));
     }
   }
@@ -304,6 +326,189 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
     alignas(16) float out[4];
     _mm_store_ps(out, _mm256_cvtpd_ps(acc[r]));
     for (std::size_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + n + c] = out[c];
+  }
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// ------------------------------------------ AVX-512 with VNNI: 512-bit tiles ----
+//
+// Each vpdpbusd multiplies two pairs (weight block, activation block) at
+// once, one per 256-bit half, and the int32 partial sums of 8 pairs (four
+// such vectors) are reduced together by a transposing tree into one vector
+// of 8 block sums, then scaled and added in 8 double lanes, lane = pair.
+// Per pair that is about one shuffle, where q8_block_sums4 spends about two
+// (three vphaddd and an extract for 4 pairs); every term and every add is
+// the one the scalar loop makes, in block order, so the bits stay the same.
+
+/// 8 int32 partial sums per half: w + 128 (unsigned bytes) times x (signed bytes).
+inline __m512i vnni_dot512(__m512i unsigned_w, __m512i x) noexcept {
+  __m512i sum = _mm512_setzero_si512();
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(unsigned_w), "v"(x));
+  return sum;
+}
+
+/// z0..z3 each hold pair a_i in their low half and pair b_i in their high
+/// half (8 int32 partial sums each): returns the 8 sums [a0 a1 a2 a3 b0 b1 b2 b3].
+inline __m256i sum_halves4(__m512i z0, __m512i z1, __m512i z2, __m512i z3) noexcept {
+  // Per 128-bit chunk: 2 partials each of (z0, z1), then of (z2, z3) ...
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
+  // ... then one partial each of z0..z3 per chunk: chunks 0, 1 the a's, 2, 3 the b's.
+  const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  const __m512i chunks = _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(3, 1, 2, 0));  // [c0 c2 c1 c3]
+  return _mm256_add_epi32(_mm512_castsi512_si256(chunks), _mm512_extracti64x4_epi64(chunks, 1));
+}
+
+/// The first 4 bytes of a block (its binary16 scale, then 2 weights) in
+/// every lane: a broadcast load, no shuffle.
+inline __m256i q8_scale_word(const std::byte* block) noexcept {
+  std::int32_t word;
+  std::memcpy(&word, block, 4);
+  return _mm256_set1_epi32(word);
+}
+
+/// The binary16 scales of the blocks at `offset` of rows[0..7] as floats
+/// (exact): lane c's dword from row c by blends of broadcast loads, then its
+/// low halves packed (vpmovdw). (Gathering them through general registers,
+/// a load, shift and or each, cost about 25 instructions per 8 rows.)
+inline __m256 q8_scales8(const std::byte* const* rows, std::size_t offset) noexcept {
+  __m256i v = q8_scale_word(rows[0] + offset);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[1] + offset), 0x02);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[2] + offset), 0x04);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[3] + offset), 0x08);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[4] + offset), 0x10);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[5] + offset), 0x20);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[6] + offset), 0x40);
+  v = _mm256_blend_epi32(v, q8_scale_word(rows[7] + offset), 0x80);
+  return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v));
+}
+
+/// The same for rows[0..3].
+inline __m128 q8_scales4(const std::byte* const* rows, std::size_t offset) noexcept {
+  __m128i v = _mm256_castsi256_si128(q8_scale_word(rows[0] + offset));
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[1] + offset)), 0x2);
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[2] + offset)), 0x4);
+  v = _mm_blend_epi32(v, _mm256_castsi256_si128(q8_scale_word(rows[3] + offset)), 0x8);
+  return _mm_cvtph_ps(_mm_cvtepi32_epi16(v));
+}
+
+/// A Q8_0 block's 32 weights.
+inline __m256i q8_weights(const std::byte* block) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+}
+
+/// w + 128 as unsigned bytes (w ^ 0x80).
+inline __m512i q8_unsigned(__m512i w) noexcept { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
+
+/// How far past a tile's weight rows the first row group prefetches: the
+/// next 8 rows when `prefetch` and they exist (the weight rows are
+/// equally spaced, so one distance serves every row of the tile and
+/// keeps the general registers for the row pointers), else 0 (its own rows).
+inline std::size_t q8_prefetch_distance(const WeightMatrix& w, std::size_t n, bool prefetch) noexcept {
+  return prefetch && n + 16 <= w.rows ? 8 * w.row_bytes() : 0;
+}
+
+/// One activation row r x 8 weight rows n .. n+cols-1 (cols <= 8; past
+/// cols the last row again, not written). Prefetches the 8 weight rows
+/// after them when `prefetch`.
+inline void q8_tile_vnni512_row(const QuantizedRows& xq, std::size_t r, const WeightMatrix& w, std::size_t n,
+                                std::size_t cols, float* y, std::size_t ldy, bool prefetch) noexcept {
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[8];
+  for (std::size_t c = 0; c < 8; ++c) rows[c] = w.row(n + std::min(c, cols - 1));
+  const std::size_t ahead = q8_prefetch_distance(w, n, prefetch);
+  __m512d acc = _mm512_setzero_pd();
+  const std::size_t step = xq.m;
+  for (std::size_t b = 0, at = r; b < blocks; ++b, at += step) {  // at = xq.at(r, b)
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < 8; ++c) __builtin_prefetch(rows[c] + ahead + offset);
+    const __m512i x = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q + at * q8_0_block_values)));
+    __m512i z[4];
+    for (std::size_t c = 0; c < 4; ++c)  // weight rows c and c + 4 in one vector
+      z[c] = vnni_dot512(q8_unsigned(_mm512_inserti64x4(_mm512_castsi256_si512(q8_weights(rows[c] + offset)),
+                                                        q8_weights(rows[c + 4] + offset), 1)),
+                         x);
+    // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
+    const __m256i s = _mm256_sub_epi32(sum_halves4(z[0], z[1], z[2], z[3]),
+                                       _mm256_set1_epi32(128 * xq.sums[at]));
+    const __m256 dw = q8_scales8(rows, offset);
+    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xq.d[at]));
+    // double(s) * double(d) is exact: the fused add rounds as the plain one.
+    acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(d), acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, _mm512_cvtpd_ps(acc));
+  for (std::size_t c = 0; c < cols; ++c) y[r * ldy + n + c] = out[c];
+}
+
+/// Activation rows r0 .. r0+2P-1 (P pairs) x 4 weight rows n .. n+cols-1
+/// (cols <= 4): each weight block, loaded once into both halves of a
+/// vector, meets two rows' blocks (side by side in xq) per vpdpbusd.
+/// Prefetches `ahead` bytes past its rows (q8_prefetch_distance).
+template <std::size_t P>
+inline void q8_tile_vnni512_pairs(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                                  std::size_t cols, std::size_t ahead, float* y, std::size_t ldy) noexcept {
+  const std::size_t blocks = xq.k / q8_0_block_values;
+  const std::byte* rows[4];
+  for (std::size_t c = 0; c < 4; ++c) rows[c] = w.row(n + std::min(c, cols - 1));
+  __m512d acc[P];
+  for (std::size_t p = 0; p < P; ++p) acc[p] = _mm512_setzero_pd();
+  const std::size_t step = xq.m;
+  for (std::size_t b = 0, at0 = r0; b < blocks; ++b, at0 += step) {  // at0 = xq.at(r0, b)
+    const std::size_t offset = b * q8_0_block_bytes;
+    for (std::size_t c = 0; c < 4; ++c) __builtin_prefetch(rows[c] + ahead + offset);
+    __m512i wu[4];
+    for (std::size_t c = 0; c < 4; ++c) wu[c] = q8_unsigned(_mm512_broadcast_i64x4(q8_weights(rows[c] + offset)));
+    const __m128 dw4 = q8_scales4(rows, offset);
+    const __m256 dw = _mm256_set_m128(dw4, dw4);
+    for (std::size_t p = 0; p < P; ++p) {
+      const std::size_t at = at0 + 2 * p;  // rows r0 + 2p and r0 + 2p + 1: at and at + 1
+      const __m512i x = _mm512_loadu_si512(xq.q + at * q8_0_block_values);
+      // Lanes 0..3: row r x weight rows 0..3; lanes 4..7: row r + 1.
+      const __m256i raw = sum_halves4(vnni_dot512(wu[0], x), vnni_dot512(wu[1], x), vnni_dot512(wu[2], x),
+                                      vnni_dot512(wu[3], x));
+      const __m256i x_sums = _mm256_set_m128i(_mm_set1_epi32(xq.sums[at + 1]), _mm_set1_epi32(xq.sums[at]));
+      const __m256i s = _mm256_sub_epi32(raw, _mm256_slli_epi32(x_sums, 7));
+      const __m256 dx = _mm256_set_m128(_mm_set1_ps(xq.d[at + 1]), _mm_set1_ps(xq.d[at]));
+      acc[p] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s), _mm512_cvtps_pd(_mm256_mul_ps(dw, dx)), acc[p]);
+    }
+  }
+  for (std::size_t p = 0; p < P; ++p) {
+    alignas(32) float out[8];
+    _mm256_store_ps(out, _mm512_cvtpd_ps(acc[p]));
+    for (std::size_t c = 0; c < cols; ++c) {
+      y[(r0 + 2 * p) * ldy + n + c] = out[c];
+      y[(r0 + 2 * p + 1) * ldy + n + c] = out[4 + c];
+    }
+  }
+}
+
+/// q8_columns for AVX-512 with VNNI: 8 weight rows at a time; over them,
+/// rows in groups of 4 (two 4 x 4 tiles), then a pair, then a single row
+/// (the 1 x 8 tile, also all of batch-1 decode).
+inline void q8_columns_vnni512(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0,
+                               std::size_t n1, float* y, std::size_t ldy) noexcept {
+  for (std::size_t n = n0; n < n1; n += 8) {
+    const std::size_t cols = std::min<std::size_t>(8, n1 - n);
+    std::size_t r = 0;
+    auto both_halves = [&](auto tile) {
+      const std::size_t ahead = q8_prefetch_distance(w, n, r == 0);
+      tile(n, std::min<std::size_t>(4, cols), ahead);
+      if (cols > 4) tile(n + 4, cols - 4, ahead);
+    };
+    for (; r + 4 <= m; r += 4)
+      both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
+        q8_tile_vnni512_pairs<2>(xq, r, w, n_tile, c, ahead, y, ldy);
+      });
+    if (r + 2 <= m) {
+      both_halves([&](std::size_t n_tile, std::size_t c, std::size_t ahead) {
+        q8_tile_vnni512_pairs<1>(xq, r, w, n_tile, c, ahead, y, ldy);
+      });
+      r += 2;
+    }
+    if (r < m) q8_tile_vnni512_row(xq, r, w, n, cols, y, ldy, r == 0);
   }
 }
 #endif
@@ -326,6 +531,12 @@ inline void q8_tile(const QuantizedRows& xq, std::size_t r0, const WeightMatrix&
 template <class Arch, Int8Dot Dot>
 inline void q8_columns(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0, std::size_t n1,
                        float* y, std::size_t ldy) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  if constexpr (Dot == Int8Dot::vnni) {
+    q8_columns_vnni512(xq, m, w, n0, n1, y, ldy);
+    return;
+  }
+#endif
   constexpr std::size_t R = q8_tile_rows<Arch>;
   for (std::size_t n = n0; n < n1; n += q8_tile_cols) {
     const std::size_t cols = std::min(q8_tile_cols, n1 - n);
@@ -366,12 +577,12 @@ inline void q8_gemv_quantized(const float* x, std::size_t ldx, std::size_t m, co
   auto* q = reinterpret_cast<std::int8_t*>(scratch);
   auto* d = reinterpret_cast<float*>(scratch + q_bytes);
   auto* sums = reinterpret_cast<std::int32_t*>(d + blocks);
-  quantize_q8_rows(x, ldx, 0, m, k, q, d, sums);
-  const QuantizedRows xq{q, d, sums, k};
+  quantize_q8_rows(x, ldx, m, k, q, d, sums);
+  const QuantizedRows xq{q, d, sums, k, m};
   std::size_t rows = 0;
   for (std::size_t i = 0; i < count; ++i) rows += outs[i].weight->rows;
   std::size_t chunk = (rows + pool.size() * 8 - 1) / (pool.size() * 8);
-  chunk = std::max<std::size_t>(16, (chunk + q8_tile_cols - 1) / q8_tile_cols * q8_tile_cols);
+  chunk = std::max<std::size_t>(16, (chunk + 7) / 8 * 8);  // whole tiles of 4 and of 8 weight rows
   std::size_t first[matmul_group_max + 1] = {};
   for (std::size_t i = 0; i < count; ++i) first[i + 1] = first[i] + (outs[i].weight->rows + chunk - 1) / chunk;
   pool.parallel_for(first[count], [&](std::size_t task, std::size_t) {
