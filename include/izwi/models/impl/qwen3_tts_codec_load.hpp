@@ -238,6 +238,45 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::pa
                      Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json"));
 }
 
+namespace detail {
+
+/// Packs the GEMM panels of every matrix the decoder multiplies with the GEMM
+/// (all but the 1-channel final convolution's, which takes the dot-product
+/// path), for the kernel variant active now: once here instead of on every
+/// decode call.
+inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w) {
+  using kernels::cpu::pack_gemm_panels;
+  w.first_output_proj_panels = pack_gemm_panels(w.first_output_proj);
+  w.rest_output_proj_panels = pack_gemm_panels(w.rest_output_proj);
+  w.pre_conv.panels = pack_gemm_panels(w.pre_conv.weight);
+  w.input_proj_panels = pack_gemm_panels(w.input_proj);
+  w.output_proj_panels = pack_gemm_panels(w.output_proj);
+  for (Qwen3TtsCodecLayerWeights& l : w.layers) {
+    l.q_panels = pack_gemm_panels(l.q_proj);
+    l.k_panels = pack_gemm_panels(l.k_proj);
+    l.v_panels = pack_gemm_panels(l.v_proj);
+    l.o_panels = pack_gemm_panels(l.o_proj);
+    l.gate_panels = pack_gemm_panels(l.gate_proj);
+    l.up_panels = pack_gemm_panels(l.up_proj);
+    l.down_panels = pack_gemm_panels(l.down_proj);
+  }
+  for (Qwen3TtsUpsampleStage& u : w.upsample) {
+    u.upsample.panels = pack_gemm_panels(u.upsample.weight);
+    u.pwconv1_panels = pack_gemm_panels(u.pwconv1);
+    u.pwconv2_panels = pack_gemm_panels(u.pwconv2);
+  }
+  w.decoder_entry.panels = pack_gemm_panels(w.decoder_entry.weight);
+  for (Qwen3TtsDecoderBlock& b : w.blocks) {
+    b.upsample.panels = pack_gemm_panels(b.upsample.weight);
+    for (Qwen3TtsResidualUnit& u : b.residual) {
+      u.conv1.panels = pack_gemm_panels(u.conv1.weight);
+      u.conv2.panels = pack_gemm_panels(u.conv2.weight);
+    }
+  }
+}
+
+}  // namespace detail
+
 inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
                                                               const Qwen3TtsCodecConfig& config) {
   Qwen3TtsCodecDecoder d;
@@ -249,6 +288,7 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen
   detail::load_qwen3_tts_codec_transformer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_upsampling(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_blocks(loader, d.config_, *weights);
+  detail::pack_qwen3_tts_codec_panels(*weights);
   d.weights_ = std::move(weights);
   d.storage_ = std::move(storage);
   d.scratch_ = std::make_shared<detail::Qwen3TtsCodecScratchCache>();

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
@@ -179,17 +180,77 @@ inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t k
   }
 }
 
-/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and the
-/// weights are packed once per pass and panel slice, cheap beside the
-/// pass's FLOPs at 512 rows or more).
+/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and,
+/// without pre-packed panels, the weights are packed once per pass and panel
+/// slice, cheap beside the pass's FLOPs at 512 rows or more).
 inline constexpr std::size_t conv1d_pass_floats = std::size_t{1} << 22;
+
+/// Packs every output-column panel of w as pack_panel does, back to back
+/// (panel p at p * nc * w.cols); returns the floats that takes (only that
+/// when `panels` is null). The layout is this variant's: GemmPanels records
+/// which variant packed it.
+template <class Arch>
+inline std::size_t pack_gemm_panels(const WeightMatrix& w, float* panels) noexcept {
+  using G = GemmShape<Arch>;
+  const std::size_t count = (w.rows + G::nc - 1) / G::nc, floats = count * G::nc * w.cols;
+  if (panels == nullptr) return floats;
+  alignas(64) float buffer[G::nc * G::pack_depth];
+  for (std::size_t p = 0; p < count; ++p) pack_panel<Arch>(w, p * G::nc, panels + p * G::nc * w.cols, buffer);
+  return floats;
+}
+
+/// y[r][o] for rows [r0, r1) and every o < w.rows, each the dot product of
+/// output r's taps with weight row o: per tap, lane-wise partial sums over
+/// the channels' whole vectors, the lanes reduced and the tail channels added
+/// in order, then the taps' sums added in order. One fixed order per element,
+/// whatever the rows or the split.
+template <class Arch>
+inline void conv1d_dot_rows(const float* const* taps, std::size_t r0, std::size_t r1, std::size_t kernel,
+                            std::size_t in, const WeightMatrix& w, float* weights_f32, float* y,
+                            std::size_t ldy) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  for (std::size_t o = 0; o < w.rows; ++o) {
+    widen_row<Arch>(w, o, weights_f32);
+    for (std::size_t r = r0; r < r1; ++r) {
+      float total = 0.0f;
+      for (std::size_t j = 0; j < kernel; ++j) {
+        const float* x = taps[r * kernel + j];
+        const float* wj = weights_f32 + j * in;
+        auto acc = S::zero();
+        std::size_t c = 0;
+        for (; c + L <= in; c += L) acc = S::fma(S::load(x + c), S::load(wj + c), acc);
+        float tap = S::sum(acc);
+        for (; c < in; ++c) tap += x[c] * wj[c];
+        total += tap;
+      }
+      y[r * ldy + o] = total;
+    }
+  }
+}
+
+template <class Arch>
+inline void conv1d_dot(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                       const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  const std::size_t rows_per_task = 256, tasks = (m + rows_per_task - 1) / rows_per_task;
+  pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
+    auto* weights_f32 = static_cast<float*>(pool.scratch(worker, kernel * in * sizeof(float)));
+    conv1d_dot_rows<Arch>(taps, task * rows_per_task, std::min(m, (task + 1) * rows_per_task), kernel, in, w,
+                          weights_f32, y, ldy);
+  });
+}
 
 template <class Arch>
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+                        const WeightMatrix& w, const float* packed, float* y, std::size_t ldy,
+                        ThreadPool& pool) noexcept {
   using G = GemmShape<Arch>;
   const std::size_t k = kernel * in, n = w.rows;
   if (m == 0 || n == 0) return;
+  if (n <= conv1d_dot_max_outputs) {
+    conv1d_dot<Arch>(taps, m, kernel, in, w, y, ldy, pool);
+    return;
+  }
   const std::size_t panels = (n + G::nc - 1) / G::nc;
   const std::size_t pass_rows = std::max<std::size_t>(512, conv1d_pass_floats / k) / G::mr * G::mr;
   auto* xp = static_cast<float*>(pool.shared_scratch(std::min(pass_rows, (m + G::mr - 1) / G::mr * G::mr) * k *
@@ -206,8 +267,12 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
       const std::size_t p = task / slices, slice = task % slices;
       const std::size_t n0 = p * G::nc, cols = std::min(G::nc, n - n0);
       const std::size_t b0 = slice * blocks / slices, b1 = (slice + 1) * blocks / slices;
-      float* panel = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
-      pack_panel<Arch>(w, n0, panel, panel + G::nc * k);
+      const float* panel = packed != nullptr ? packed + p * G::nc * k : nullptr;
+      if (panel == nullptr) {
+        float* own = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
+        pack_panel<Arch>(w, n0, own, own + G::nc * k);
+        panel = own;
+      }
       for (std::size_t b = b0; b < b1; ++b)
         for (std::size_t j = 0; j < cols; j += G::nr)
           gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + (first + b * G::mr) * ldy + n0 + j,

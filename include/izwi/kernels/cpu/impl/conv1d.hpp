@@ -4,15 +4,26 @@
 
 #include <cassert>
 #include <cstddef>
+#include <vector>
 
 #include "izwi/kernels/cpu/dispatch.hpp"
 
 namespace izwi::kernels::cpu {
 
+inline GemmPanels pack_gemm_panels(const WeightMatrix& w) {
+  const KernelTable& kernels = active_kernels();
+  GemmPanels p{&kernels, std::vector<float>(kernels.pack_gemm_panels(w, nullptr))};
+  kernels.pack_gemm_panels(w, p.floats.data());
+  return p;
+}
+
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
+                        const GemmPanels* panels) noexcept {
   assert(w.cols == kernel * in && ldy >= w.rows);
-  active_kernels().conv1d_gemm(taps, m, kernel, in, w, y, ldy, pool);
+  const KernelTable& kernels = active_kernels();
+  const float* packed = panels != nullptr && panels->variant == &kernels ? panels->floats.data() : nullptr;
+  kernels.conv1d_gemm(taps, m, kernel, in, w, packed, y, ldy, pool);
 }
 
 inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
