@@ -150,11 +150,23 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
       kernels.matmul_batch_invariant(columns.data(), k, sh.m, w.matrix, expected.data(), ldy, pool);
       kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, nullptr, y.data(), ldy, pool);
       REQUIRE(same_bits(y.data(), expected.data(), y.size()));  // padding untouched too
-      // On panels packed beforehand (pack_gemm_panels): the same bits.
-      std::vector<float> panels(kernels.pack_gemm_panels(w.matrix, nullptr), -7.0f), packed_y(sh.m * ldy, 5.0f);
-      REQUIRE(panels.size() >= sh.n * k);
+      // On GemmPanels packed beforehand by this variant, and by the scalar
+      // one (the layout is every variant's): the same panels, the same bits,
+      // without reading the row-major weights.
+      const std::size_t panel_floats = (sh.n + kc::gemm_panel_columns - 1) / kc::gemm_panel_columns *
+                                       kc::gemm_panel_columns * k;
+      std::vector<float> panels(panel_floats, -7.0f), scalar_panels(panel_floats, -9.0f), packed_y(sh.m * ldy, 5.0f);
       kernels.pack_gemm_panels(w.matrix, panels.data());
-      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, panels.data(), packed_y.data(), ldy, pool);
+      if (const kc::KernelTable* scalar = kc::kernels_for("scalar")) {
+        scalar->pack_gemm_panels(w.matrix, scalar_panels.data());
+        REQUIRE(same_bits(scalar_panels.data(), panels.data(), panel_floats));
+      }
+      for (std::size_t c = 0; c < sh.n; ++c)  // column c, value kk: sub-panel c / 32, lane c % 32
+        REQUIRE(panels[(c / 64) * 64 * k + (c % 64 / 32) * 32 * k + (k - 1) * 32 + c % 32] ==
+                w.values[c * k + k - 1]);
+      kc::WeightMatrix shape_only = w.matrix;
+      shape_only.data = nullptr;
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, shape_only, panels.data(), packed_y.data(), ldy, pool);
       REQUIRE(same_bits(packed_y.data(), expected.data(), y.size()));
       // And it is the convolution: the first and last rows against a double sum.
       for (const std::size_t r : {std::size_t{0}, sh.m - 1})
@@ -234,41 +246,30 @@ TEST_CASE("conv1d: one-channel layers take a dot product per output, against a d
   kernel_test::for_each_variant(check_conv1d_dot);
 }
 
-TEST_CASE("conv1d: panels packed at load are used by the variant that packed them only", "[kernels][conv1d]") {
-  // The public entry points (the active variant): pack_gemm_panels records
-  // the variant; panels recorded as another variant's are not read (their
-  // layout may differ), so the result is the per-call packing's either way.
+TEST_CASE("conv1d: GemmPanels packed once give the per-call packing's bits, and are what is read",
+          "[kernels][conv1d]") {
+  // The public entry points (the active variant), bf16 weights widened once.
   izwi::detail::ThreadPool pool(2);
   const std::size_t m = 21, kernel = 3, in = 23, n = 70, k = kernel * in;
   const auto input = kernel_test::random_floats((m + kernel - 1) * in, 3);
-  const auto w = kernel_test::make_weights(DType::f32, n, k, 4);
+  const auto w = kernel_test::make_weights(DType::bf16, n, k, 4);
   std::vector<const float*> taps(m * kernel);
   for (std::size_t r = 0; r < m; ++r)
     for (std::size_t j = 0; j < kernel; ++j) taps[r * kernel + j] = input.data() + (r + j) * in;
-  std::vector<float> plain(m * n), packed(m * n), foreign(m * n);
+  std::vector<float> plain(m * n), packed(m * n);
   kc::conv1d_gemm(taps.data(), m, kernel, in, w.matrix, plain.data(), n, pool);
   kc::GemmPanels panels = kc::pack_gemm_panels(w.matrix);
-  REQUIRE(panels.variant == &kc::active_kernels());
-  REQUIRE(panels.floats.size() == kc::active_kernels().pack_gemm_panels(w.matrix, nullptr));
-  kc::conv1d_gemm(taps.data(), m, kernel, in, w.matrix, packed.data(), n, pool, &panels);
+  REQUIRE(panels.rows == n);
+  REQUIRE(panels.cols == k);
+  REQUIRE(panels.floats.size() == 128 * k);  // two panels of 64 columns
+  kc::WeightMatrix shape_only = w.matrix;
+  shape_only.data = nullptr;
+  kc::conv1d_gemm(taps.data(), m, kernel, in, shape_only, packed.data(), n, pool, &panels);
   REQUIRE(same_bits(packed.data(), plain.data(), plain.size()));
-  // They are what is read: other values under the active variant's name change the result.
-  const kc::GemmPanels genuine = panels;
+  // The panels are what is read: doubled (exactly) panels double the result.
   for (float& v : panels.floats) v *= 2.0f;
-  kc::conv1d_gemm(taps.data(), m, kernel, in, w.matrix, packed.data(), n, pool, &panels);
+  kc::conv1d_gemm(taps.data(), m, kernel, in, shape_only, packed.data(), n, pool, &panels);
   for (std::size_t i = 0; i < plain.size(); ++i) REQUIRE(packed[i] == 2.0f * plain[i]);
-  panels = genuine;
-  // Panels that claim another variant (here: garbage under the scalar
-  // table's name, or the avx2 one's when scalar is active) are ignored.
-  const kc::KernelTable* other = kc::kernels_for(&kc::active_kernels() == kc::kernels_for("scalar") ? "sse2" : "scalar");
-  if (other == nullptr) {
-    WARN("SKIPPED: no second kernel variant here to claim the panels");
-    return;
-  }
-  std::fill(panels.floats.begin(), panels.floats.end(), 1e30f);
-  panels.variant = other;
-  kc::conv1d_gemm(taps.data(), m, kernel, in, w.matrix, foreign.data(), n, pool, &panels);
-  REQUIRE(same_bits(foreign.data(), plain.data(), plain.size()));
 }
 
 TEST_CASE("conv1d: the implicit-im2col GEMM equals matmul_batch_invariant on im2col rows bit for bit, every variant",

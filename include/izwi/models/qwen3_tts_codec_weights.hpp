@@ -1,9 +1,10 @@
 #pragma once
 // The codec decoder's weights as Qwen3TtsCodecDecoder holds them (see
-// qwen3_tts_codec.hpp): f32, views into memory the decoder owns, and beside
-// every matrix the decoder multiplies with the GEMM its panels packed once at
-// load for the kernel variant active then (kernels::cpu::GemmPanels; none for
-// the 1-channel final convolution, which takes the dot-product path).
+// qwen3_tts_codec.hpp): f32, views into memory the decoder owns. Every
+// matrix the decoder multiplies with the GEMM is held as the panels it reads,
+// packed once at load (kernels::cpu::GemmPanels beside the view, whose data
+// is then null: only its shape is kept); the 1-channel final convolution,
+// which takes the dot-product path, stays a row-major view.
 
 #include <cstddef>
 #include <cstdint>

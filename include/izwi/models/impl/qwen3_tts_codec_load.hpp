@@ -240,39 +240,50 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::pa
 
 namespace detail {
 
-/// Packs the GEMM panels of every matrix the decoder multiplies with the GEMM
-/// (all but the 1-channel final convolution's, which takes the dot-product
-/// path), for the kernel variant active now: once here instead of on every
-/// decode call.
-inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w) {
-  using kernels::cpu::pack_gemm_panels;
-  w.first_output_proj_panels = pack_gemm_panels(w.first_output_proj);
-  w.rest_output_proj_panels = pack_gemm_panels(w.rest_output_proj);
-  w.pre_conv.panels = pack_gemm_panels(w.pre_conv.weight);
-  w.input_proj_panels = pack_gemm_panels(w.input_proj);
-  w.output_proj_panels = pack_gemm_panels(w.output_proj);
+/// Packs every matrix the decoder multiplies with the GEMM into
+/// kernels::cpu::GemmPanels (all but the 1-channel final convolution's,
+/// which takes the dot-product path): once here instead of on every decode
+/// call. The panels replace the row-major f32 copies, which are freed from
+/// the arena (their views' data set to null), so the decoder's memory stays
+/// that of its f32 weights.
+inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena) {
+  std::vector<const void*> packed;
+  auto pack = [&](kernels::cpu::WeightMatrix& m, kernels::cpu::GemmPanels& panels) {
+    panels = kernels::cpu::pack_gemm_panels(m);
+    packed.push_back(m.data);
+    m.data = nullptr;
+  };
+  pack(w.first_output_proj, w.first_output_proj_panels);
+  pack(w.rest_output_proj, w.rest_output_proj_panels);
+  pack(w.pre_conv.weight, w.pre_conv.panels);
+  pack(w.input_proj, w.input_proj_panels);
+  pack(w.output_proj, w.output_proj_panels);
   for (Qwen3TtsCodecLayerWeights& l : w.layers) {
-    l.q_panels = pack_gemm_panels(l.q_proj);
-    l.k_panels = pack_gemm_panels(l.k_proj);
-    l.v_panels = pack_gemm_panels(l.v_proj);
-    l.o_panels = pack_gemm_panels(l.o_proj);
-    l.gate_panels = pack_gemm_panels(l.gate_proj);
-    l.up_panels = pack_gemm_panels(l.up_proj);
-    l.down_panels = pack_gemm_panels(l.down_proj);
+    pack(l.q_proj, l.q_panels);
+    pack(l.k_proj, l.k_panels);
+    pack(l.v_proj, l.v_panels);
+    pack(l.o_proj, l.o_panels);
+    pack(l.gate_proj, l.gate_panels);
+    pack(l.up_proj, l.up_panels);
+    pack(l.down_proj, l.down_panels);
   }
   for (Qwen3TtsUpsampleStage& u : w.upsample) {
-    u.upsample.panels = pack_gemm_panels(u.upsample.weight);
-    u.pwconv1_panels = pack_gemm_panels(u.pwconv1);
-    u.pwconv2_panels = pack_gemm_panels(u.pwconv2);
+    pack(u.upsample.weight, u.upsample.panels);
+    pack(u.pwconv1, u.pwconv1_panels);
+    pack(u.pwconv2, u.pwconv2_panels);
   }
-  w.decoder_entry.panels = pack_gemm_panels(w.decoder_entry.weight);
+  pack(w.decoder_entry.weight, w.decoder_entry.panels);
   for (Qwen3TtsDecoderBlock& b : w.blocks) {
-    b.upsample.panels = pack_gemm_panels(b.upsample.weight);
+    pack(b.upsample.weight, b.upsample.panels);
     for (Qwen3TtsResidualUnit& u : b.residual) {
-      u.conv1.panels = pack_gemm_panels(u.conv1.weight);
-      u.conv2.panels = pack_gemm_panels(u.conv2.weight);
+      pack(u.conv1.weight, u.conv1.panels);
+      pack(u.conv2.weight, u.conv2.panels);
     }
   }
+  std::sort(packed.begin(), packed.end());
+  for (std::vector<float>& values : arena)
+    if (std::binary_search(packed.begin(), packed.end(), static_cast<const void*>(values.data())))
+      std::vector<float>().swap(values);
 }
 
 }  // namespace detail
@@ -288,7 +299,7 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen
   detail::load_qwen3_tts_codec_transformer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_upsampling(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_blocks(loader, d.config_, *weights);
-  detail::pack_qwen3_tts_codec_panels(*weights);
+  detail::pack_qwen3_tts_codec_panels(*weights, *storage);
   d.weights_ = std::move(weights);
   d.storage_ = std::move(storage);
   d.scratch_ = std::make_shared<detail::Qwen3TtsCodecScratchCache>();

@@ -181,22 +181,39 @@ inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t k
 }
 
 /// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and,
-/// without pre-packed panels, the weights are packed once per pass and panel
-/// slice, cheap beside the pass's FLOPs at 512 rows or more).
+/// without GemmPanels, the weights are packed once per pass and panel slice,
+/// cheap beside the pass's FLOPs at 512 rows or more).
 inline constexpr std::size_t conv1d_pass_floats = std::size_t{1} << 22;
 
-/// Packs every output-column panel of w as pack_panel does, back to back
-/// (panel p at p * nc * w.cols); returns the floats that takes (only that
-/// when `panels` is null). The layout is this variant's: GemmPanels records
-/// which variant packed it.
+/// Packs w into GemmPanels' layout (conv1d.hpp): panel p (output columns
+/// [64p, 64p + 64), zero past w.rows) at p * 64 * w.cols, as sub-panels of
+/// 32 columns [k][32]. Like pack_panel, a pack_depth slice of each row is
+/// widened into an L1 buffer and transposed from there. Every variant packs
+/// the same floats (widening is exact) and reads them: its micro-kernel's nr
+/// columns divide the 32 of a sub-panel.
 template <class Arch>
-inline std::size_t pack_gemm_panels(const WeightMatrix& w, float* panels) noexcept {
+inline void pack_gemm_panels(const WeightMatrix& w, float* panels) noexcept {
   using G = GemmShape<Arch>;
-  const std::size_t count = (w.rows + G::nc - 1) / G::nc, floats = count * G::nc * w.cols;
-  if (panels == nullptr) return floats;
-  alignas(64) float buffer[G::nc * G::pack_depth];
-  for (std::size_t p = 0; p < count; ++p) pack_panel<Arch>(w, p * G::nc, panels + p * G::nc * w.cols, buffer);
-  return floats;
+  constexpr std::size_t NC = gemm_panel_columns, SUB = gemm_panel_sub_columns;
+  static_assert(G::nc == NC && SUB % G::nr == 0 && NC % SUB == 0);
+  alignas(64) float buffer[NC * G::pack_depth];
+  const std::size_t k = w.cols;
+  for (std::size_t n0 = 0; n0 < w.rows; n0 += NC) {
+    float* panel = panels + n0 * k;
+    for (std::size_t k0 = 0; k0 < k; k0 += G::pack_depth) {
+      const std::size_t depth = std::min(G::pack_depth, k - k0);
+      for (std::size_t j = 0; j < NC; ++j) {
+        float* dst = buffer + j * G::pack_depth;
+        if (n0 + j < w.rows) widen_row<Arch>(w, n0 + j, k0, depth, dst);
+        else std::fill(dst, dst + depth, 0.0f);
+      }
+      for (std::size_t j = 0; j < NC; j += SUB) {
+        float* sub = panel + (j / SUB) * k * SUB + k0 * SUB;
+        for (std::size_t kk = 0; kk < depth; ++kk)
+          for (std::size_t c = 0; c < SUB; ++c) sub[kk * SUB + c] = buffer[(j + c) * G::pack_depth + kk];
+      }
+    }
+  }
 }
 
 /// y[r][o] for rows [r0, r1) and every o < w.rows, each the dot product of
@@ -267,12 +284,18 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
       const std::size_t p = task / slices, slice = task % slices;
       const std::size_t n0 = p * G::nc, cols = std::min(G::nc, n - n0);
       const std::size_t b0 = slice * blocks / slices, b1 = (slice + 1) * blocks / slices;
-      const float* panel = packed != nullptr ? packed + p * G::nc * k : nullptr;
-      if (panel == nullptr) {
-        float* own = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
-        pack_panel<Arch>(w, n0, own, own + G::nc * k);
-        panel = own;
+      if (packed != nullptr) {  // GemmPanels: sub-panels of 32 columns, nr of them at a time
+        constexpr std::size_t SUB = gemm_panel_sub_columns;
+        const float* panel = packed + n0 * k;
+        for (std::size_t b = b0; b < b1; ++b)
+          for (std::size_t j = 0; j < cols; j += G::nr)
+            gemm_micro<Arch, SUB>(xp + b * G::mr * k, k, panel + (j / SUB) * k * SUB + j % SUB,
+                                  y + (first + b * G::mr) * ldy + n0 + j, ldy, std::min(G::mr, rows - b * G::mr),
+                                  std::min(G::nr, cols - j), false);
+        return;
       }
+      float* panel = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
+      pack_panel<Arch>(w, n0, panel, panel + G::nc * k);
       for (std::size_t b = b0; b < b1; ++b)
         for (std::size_t j = 0; j < cols; j += G::nr)
           gemm_micro<Arch>(xp + b * G::mr * k, k, panel + (j / G::nr) * k * G::nr, y + (first + b * G::mr) * ldy + n0 + j,

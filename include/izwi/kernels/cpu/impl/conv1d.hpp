@@ -11,9 +11,9 @@
 namespace izwi::kernels::cpu {
 
 inline GemmPanels pack_gemm_panels(const WeightMatrix& w) {
-  const KernelTable& kernels = active_kernels();
-  GemmPanels p{&kernels, std::vector<float>(kernels.pack_gemm_panels(w, nullptr))};
-  kernels.pack_gemm_panels(w, p.floats.data());
+  GemmPanels p{w.rows, w.cols, std::vector<float>((w.rows + gemm_panel_columns - 1) / gemm_panel_columns *
+                                                  gemm_panel_columns * w.cols)};
+  active_kernels().pack_gemm_panels(w, p.floats.data());
   return p;
 }
 
@@ -21,9 +21,10 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
                         const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
                         const GemmPanels* panels) noexcept {
   assert(w.cols == kernel * in && ldy >= w.rows);
-  const KernelTable& kernels = active_kernels();
-  const float* packed = panels != nullptr && panels->variant == &kernels ? panels->floats.data() : nullptr;
-  kernels.conv1d_gemm(taps, m, kernel, in, w, packed, y, ldy, pool);
+  const bool use_panels = panels != nullptr && w.rows > conv1d_dot_max_outputs;
+  assert(!use_panels || (panels->rows == w.rows && panels->cols == w.cols));
+  assert(use_panels || w.data != nullptr);
+  active_kernels().conv1d_gemm(taps, m, kernel, in, w, use_panels ? panels->floats.data() : nullptr, y, ldy, pool);
 }
 
 inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
