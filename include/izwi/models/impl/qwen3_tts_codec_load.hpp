@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "izwi/core/error.hpp"
 #include "izwi/io/model_directory.hpp"
@@ -243,14 +244,18 @@ namespace detail {
 /// Packs every matrix the decoder multiplies with the GEMM into
 /// kernels::cpu::GemmPanels (all but the 1-channel final convolution's,
 /// which takes the dot-product path): once here instead of on every decode
-/// call. The panels replace the row-major f32 copies, which are freed from
-/// the arena (their views' data set to null), so the decoder's memory stays
-/// that of its f32 weights.
+/// call. The panels replace the row-major f32 copies, each freed from the
+/// arena as soon as it is packed (its view's data set to null), so the
+/// decoder's memory stays that of its f32 weights, at load too.
 inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena) {
-  std::vector<const void*> packed;
+  using Owner = std::pair<const void*, std::vector<float>*>;  // a view's address and its arena entry
+  std::vector<Owner> owners;
+  for (std::vector<float>& values : arena) owners.emplace_back(values.data(), &values);
+  std::sort(owners.begin(), owners.end());
   auto pack = [&](kernels::cpu::WeightMatrix& m, kernels::cpu::GemmPanels& panels) {
     panels = kernels::cpu::pack_gemm_panels(m);
-    packed.push_back(m.data);
+    const auto it = std::lower_bound(owners.begin(), owners.end(), Owner{m.data, nullptr});
+    if (it != owners.end() && it->first == m.data) std::vector<float>().swap(*it->second);
     m.data = nullptr;
   };
   pack(w.first_output_proj, w.first_output_proj_panels);
@@ -280,10 +285,6 @@ inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std
       pack(u.conv2.weight, u.conv2.panels);
     }
   }
-  std::sort(packed.begin(), packed.end());
-  for (std::vector<float>& values : arena)
-    if (std::binary_search(packed.begin(), packed.end(), static_cast<const void*>(values.data())))
-      std::vector<float>().swap(values);
 }
 
 }  // namespace detail
