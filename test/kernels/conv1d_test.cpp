@@ -207,7 +207,8 @@ void check_conv1d_dot(const kc::KernelTable& kernels) {
       const auto w = kernel_test::make_weights(dtype, sh.n, k, 11);
       std::vector<const float*> taps(sh.m * sh.kernel);
       for (std::size_t r = 0; r < sh.m; ++r)
-        for (std::size_t j = 0; j < sh.kernel; ++j) taps[r * sh.kernel + j] = input.data() + (r + j * sh.dilation) * sh.in;
+        for (std::size_t j = 0; j < sh.kernel; ++j)
+          taps[r * sh.kernel + j] = input.data() + (r + j * sh.dilation) * sh.in;
       const std::size_t ldy = sh.n + 2;
       std::vector<float> one_thread(sh.m * ldy, 5.0f);
       {

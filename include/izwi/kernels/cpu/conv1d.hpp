@@ -51,11 +51,11 @@ inline constexpr std::size_t conv1d_dot_max_outputs = 2;
 /// element is summed over k in one order from its own row: bit for bit
 /// matmul_batch_invariant of the im2col rows, whatever m or the split, and
 /// the same with or without `panels` (pack_gemm_panels(w); with them w's
-/// shape is used, never its data, which may be null). Layers of at most conv1d_dot_max_outputs
-/// channels take a dot product per element instead (each in one fixed
-/// order: per tap, lane-wise partial sums reduced and the tail added, then
-/// the taps in order; from w's data, `panels` unused), not the
-/// micro-kernel's nr columns.
+/// shape is used, never its data, which may be null). Layers of at most
+/// conv1d_dot_max_outputs channels take a dot product per element instead
+/// (each in one fixed order: per tap, lane-wise partial sums reduced and the
+/// tail added, then the taps in order; from w's data, `panels` unused), not
+/// the micro-kernel's nr columns.
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
                         const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
                         const GemmPanels* panels = nullptr) noexcept;
