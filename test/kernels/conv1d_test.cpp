@@ -127,7 +127,8 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
   // output panels; the third is a 1x1 convolution. The runs on emulated CPUs
   // (active variant only) leave the last out: under qemu it took 280 of the
   // suite's 380 s, and its instructions are those of the smaller shapes.
-  std::vector<Shape> shapes{{1, 3, 5, 1, 1}, {7, 7, 17, 37, 3}, {33, 1, 40, 96, 1}};
+  // (The first is the narrowest that takes the micro-kernel, not the dot product.)
+  std::vector<Shape> shapes{{1, 3, 5, kc::conv1d_dot_max_outputs + 1, 1}, {7, 7, 17, 37, 3}, {33, 1, 40, 96, 1}};
   if (!kernel_test::active_variant_only()) shapes.push_back({1300, 7, 600, 70, 2});
   for (const Shape sh : shapes)
     for (std::size_t threads : {1, 3}) {
@@ -147,8 +148,26 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
       const std::size_t ldy = sh.n + 3;
       std::vector<float> expected(sh.m * ldy, 5.0f), y(sh.m * ldy, 5.0f);
       kernels.matmul_batch_invariant(columns.data(), k, sh.m, w.matrix, expected.data(), ldy, pool);
-      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, y.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, nullptr, y.data(), ldy, pool);
       REQUIRE(same_bits(y.data(), expected.data(), y.size()));  // padding untouched too
+      // On GemmPanels packed beforehand by this variant, and by the scalar
+      // one (the layout is every variant's): the same panels, the same bits,
+      // without reading the row-major weights.
+      const std::size_t panel_floats = (sh.n + kc::gemm_panel_columns - 1) / kc::gemm_panel_columns *
+                                       kc::gemm_panel_columns * k;
+      std::vector<float> panels(panel_floats, -7.0f), scalar_panels(panel_floats, -9.0f), packed_y(sh.m * ldy, 5.0f);
+      kernels.pack_gemm_panels(w.matrix, panels.data());
+      if (const kc::KernelTable* scalar = kc::kernels_for("scalar")) {
+        scalar->pack_gemm_panels(w.matrix, scalar_panels.data());
+        REQUIRE(same_bits(scalar_panels.data(), panels.data(), panel_floats));
+      }
+      for (std::size_t c = 0; c < sh.n; ++c)  // column c, value kk: sub-panel c / 32, lane c % 32
+        REQUIRE(panels[(c / 64) * 64 * k + (c % 64 / 32) * 32 * k + (k - 1) * 32 + c % 32] ==
+                w.values[c * k + k - 1]);
+      kc::WeightMatrix shape_only = w.matrix;
+      shape_only.data = nullptr;
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, shape_only, panels.data(), packed_y.data(), ldy, pool);
+      REQUIRE(same_bits(packed_y.data(), expected.data(), y.size()));
       // And it is the convolution: the first and last rows against a double sum.
       for (const std::size_t r : {std::size_t{0}, sh.m - 1})
         for (std::size_t o = 0; o < sh.n; ++o) {
@@ -162,14 +181,97 @@ void check_conv1d_gemm(const kc::KernelTable& kernels) {
       // Rows computed in two calls (another batch) are the same bits.
       const std::size_t half = sh.m / 2;
       std::vector<float> split(sh.m * ldy, 5.0f);
-      kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, split.data(), ldy, pool);
-      kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix,
+      kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, panels.data(), split.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix, nullptr,
                           split.data() + half * ldy, ldy, pool);
       REQUIRE(same_bits(split.data(), expected.data(), y.size()));
     }
 }
 
+/// Layers of at most conv1d_dot_max_outputs channels (the decoder's final
+/// 1-channel convolution) take one dot product per output element: against
+/// a double sum, in f32 and bf16 weights, on channel counts below, at and
+/// past the vector widths; the same bits on 1 and 3 threads and when the rows
+/// come in two calls.
+void check_conv1d_dot(const kc::KernelTable& kernels) {
+  struct Shape {
+    std::size_t m, kernel, in, n, dilation;
+  };
+  const std::vector<Shape> shapes{{1, 3, 5, 1, 1}, {37, 7, 96, 1, 1}, {300, 7, 19, 2, 3}, {513, 1, 33, 1, 1}};
+  for (const Shape sh : shapes)
+    for (const DType dtype : {DType::f32, DType::bf16}) {
+      INFO("m " << sh.m << " kernel " << sh.kernel << " in " << sh.in << " n " << sh.n << " bf16 "
+                << (dtype == DType::bf16));
+      const std::size_t ctx = (sh.kernel - 1) * sh.dilation, k = sh.kernel * sh.in;
+      const auto input = kernel_test::random_floats((sh.m + ctx) * sh.in, static_cast<std::uint32_t>(sh.m + sh.in));
+      const auto w = kernel_test::make_weights(dtype, sh.n, k, 11);
+      std::vector<const float*> taps(sh.m * sh.kernel);
+      for (std::size_t r = 0; r < sh.m; ++r)
+        for (std::size_t j = 0; j < sh.kernel; ++j)
+          taps[r * sh.kernel + j] = input.data() + (r + j * sh.dilation) * sh.in;
+      const std::size_t ldy = sh.n + 2;
+      std::vector<float> one_thread(sh.m * ldy, 5.0f);
+      {
+        izwi::detail::ThreadPool pool(1);
+        kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, nullptr, one_thread.data(), ldy, pool);
+      }
+      for (std::size_t r = 0; r < sh.m; ++r) {
+        for (std::size_t o = 0; o < sh.n; ++o) {
+          double ref = 0, mag = 0;
+          for (std::size_t j = 0; j < sh.kernel; ++j)
+            for (std::size_t c = 0; c < sh.in; ++c) {
+              const double p = double(taps[r * sh.kernel + j][c]) * w.values[o * k + j * sh.in + c];
+              ref += p;
+              mag += std::fabs(p);
+            }
+          REQUIRE(std::fabs(one_thread[r * ldy + o] - ref) <= 2e-6 * std::sqrt(double(k)) * (mag + 1));
+        }
+        for (std::size_t o = sh.n; o < ldy; ++o) REQUIRE(one_thread[r * ldy + o] == 5.0f);  // padding untouched
+      }
+      izwi::detail::ThreadPool pool(3);
+      std::vector<float> three_threads(sh.m * ldy, 5.0f), split(sh.m * ldy, 5.0f);
+      kernels.conv1d_gemm(taps.data(), sh.m, sh.kernel, sh.in, w.matrix, nullptr, three_threads.data(), ldy, pool);
+      REQUIRE(same_bits(three_threads.data(), one_thread.data(), one_thread.size()));
+      const std::size_t half = sh.m / 2;
+      kernels.conv1d_gemm(taps.data(), half, sh.kernel, sh.in, w.matrix, nullptr, split.data(), ldy, pool);
+      kernels.conv1d_gemm(taps.data() + half * sh.kernel, sh.m - half, sh.kernel, sh.in, w.matrix, nullptr,
+                          split.data() + half * ldy, ldy, pool);
+      REQUIRE(same_bits(split.data(), one_thread.data(), one_thread.size()));
+    }
+}
+
 }  // namespace
+
+TEST_CASE("conv1d: one-channel layers take a dot product per output, against a double sum, every variant",
+          "[kernels][conv1d]") {
+  kernel_test::for_each_variant(check_conv1d_dot);
+}
+
+TEST_CASE("conv1d: GemmPanels packed once give the per-call packing's bits, and are what is read",
+          "[kernels][conv1d]") {
+  // The public entry points (the active variant), bf16 weights widened once.
+  izwi::detail::ThreadPool pool(2);
+  const std::size_t m = 21, kernel = 3, in = 23, n = 70, k = kernel * in;
+  const auto input = kernel_test::random_floats((m + kernel - 1) * in, 3);
+  const auto w = kernel_test::make_weights(DType::bf16, n, k, 4);
+  std::vector<const float*> taps(m * kernel);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t j = 0; j < kernel; ++j) taps[r * kernel + j] = input.data() + (r + j) * in;
+  std::vector<float> plain(m * n), packed(m * n);
+  kc::conv1d_gemm(taps.data(), m, kernel, in, w.matrix, plain.data(), n, pool);
+  kc::GemmPanels panels = kc::pack_gemm_panels(w.matrix);
+  REQUIRE(panels.rows == n);
+  REQUIRE(panels.cols == k);
+  REQUIRE(panels.floats.size() == 128 * k);  // two panels of 64 columns
+  kc::WeightMatrix shape_only = w.matrix;
+  shape_only.data = nullptr;
+  kc::conv1d_gemm(taps.data(), m, kernel, in, shape_only, packed.data(), n, pool, &panels);
+  REQUIRE(same_bits(packed.data(), plain.data(), plain.size()));
+  // The panels are what is read: doubled (exactly) panels double the result.
+  for (float& v : panels.floats) v *= 2.0f;
+  kc::conv1d_gemm(taps.data(), m, kernel, in, shape_only, packed.data(), n, pool, &panels);
+  for (std::size_t i = 0; i < plain.size(); ++i) REQUIRE(packed[i] == 2.0f * plain[i]);
+}
 
 TEST_CASE("conv1d: the implicit-im2col GEMM equals matmul_batch_invariant on im2col rows bit for bit, every variant",
           "[kernels][conv1d]") {

@@ -23,7 +23,9 @@
 // stack into one matrix and every convolution and projection runs once for
 // the whole batch (decode_batch); only the context rows differ per stream.
 // Weights are widened to f32 when loaded (the kernels also reordered tap-major
-// into matmul order), so any stored dtype (f32, bf16, f16) works. The decoder
+// into matmul order), so any stored dtype (f32, bf16, f16) works, then
+// packed once into the GEMM's panels (kernels::cpu::GemmPanels), which
+// replace the row-major copies. The decoder
 // keeps its audio-rate scratch buffers between calls: after decoding F frames
 // in one call (all streams together) it holds about F·4.5 MB (the published
 // shapes; the thread pool's GEMM scratch adds up to about 16 MB).

@@ -1,11 +1,16 @@
 #pragma once
 // The codec decoder's weights as Qwen3TtsCodecDecoder holds them (see
-// qwen3_tts_codec.hpp): f32, views into memory the decoder owns.
+// qwen3_tts_codec.hpp): f32, views into memory the decoder owns. Every
+// matrix the decoder multiplies with the GEMM is held as the panels it reads,
+// packed once at load (kernels::cpu::GemmPanels beside the view, whose data
+// is then null: only its shape is kept); the 1-channel final convolution,
+// which takes the dot-product path, stays a row-major view.
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 
 namespace izwi {
@@ -16,6 +21,7 @@ namespace izwi {
 /// (kernel-1)·dilation.
 struct Qwen3TtsConv {
   kernels::cpu::WeightMatrix weight;
+  kernels::cpu::GemmPanels panels;
   std::vector<float> bias;
   std::uint32_t in = 0, out = 0, kernel = 1, dilation = 1;
   std::size_t context_rows() const noexcept { return std::size_t{kernel - 1} * dilation; }
@@ -26,6 +32,7 @@ struct Qwen3TtsConv {
 /// each tap's output row contiguous.
 struct Qwen3TtsTransposedConv {
   kernels::cpu::WeightMatrix weight;
+  kernels::cpu::GemmPanels panels;
   std::vector<float> bias;
   std::uint32_t in = 0, out = 0, kernel = 1, stride = 1;
   /// Output rows an input row reaches beyond its own stride (carried to the next call).
@@ -40,6 +47,7 @@ struct Qwen3TtsSnake {
 struct Qwen3TtsCodecLayerWeights {
   std::vector<float> attn_norm, mlp_norm, attn_scale, mlp_scale;
   kernels::cpu::WeightMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  kernels::cpu::GemmPanels q_panels, k_panels, v_panels, o_panels, gate_panels, up_panels, down_panels;
 };
 
 struct Qwen3TtsUpsampleStage {
@@ -47,6 +55,7 @@ struct Qwen3TtsUpsampleStage {
   std::vector<float> dwconv_weight;  ///< [7][channels] (tap-major)
   std::vector<float> dwconv_bias, norm_weight, norm_bias, gamma;
   kernels::cpu::WeightMatrix pwconv1, pwconv2;
+  kernels::cpu::GemmPanels pwconv1_panels, pwconv2_panels;
   std::vector<float> pwconv1_bias, pwconv2_bias;
 };
 
@@ -66,8 +75,10 @@ struct Qwen3TtsCodecWeights {
   /// [num_quantizers][codebook_size][codebook_dim / 2], codebook 0 first.
   std::vector<float> codebooks;
   kernels::cpu::WeightMatrix first_output_proj, rest_output_proj;  ///< [codebook_dim][codebook_dim / 2]
+  kernels::cpu::GemmPanels first_output_proj_panels, rest_output_proj_panels;
   Qwen3TtsConv pre_conv;
   kernels::cpu::WeightMatrix input_proj, output_proj;
+  kernels::cpu::GemmPanels input_proj_panels, output_proj_panels;
   std::vector<float> input_proj_bias, output_proj_bias, final_norm;
   std::vector<Qwen3TtsCodecLayerWeights> layers;
   std::vector<Qwen3TtsUpsampleStage> upsample;

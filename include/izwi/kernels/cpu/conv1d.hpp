@@ -10,11 +10,36 @@
 // inputs only, never on how the rows were split or what else is batched.
 
 #include <cstddef>
+#include <vector>
 
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 
 namespace izwi::kernels::cpu {
+
+/// A weight matrix packed once (at load) into the panels conv1d_gemm's
+/// micro-kernel reads, instead of on every call: for layers that see few
+/// rows per call (the Qwen3-TTS decoder's entry and first transposed
+/// convolution run 4 rows per frame over 11 M and 19 M weights) packing was a
+/// large share of the call. Layout, the same for every kernel variant (each
+/// reads its nr columns at a time, nr dividing 32): panel p holds output
+/// columns [64p, 64p + 64) (zero past `rows`) at floats[p · 64 · cols], as
+/// two sub-panels of 32 columns, each [cols][32]. A matrix's f32 values,
+/// transposed: as much memory as the f32 matrix (rows rounded up to 64).
+inline constexpr std::size_t gemm_panel_columns = 64;
+inline constexpr std::size_t gemm_panel_sub_columns = 32;
+struct GemmPanels {
+  std::size_t rows = 0, cols = 0;
+  std::vector<float> floats;
+};
+
+/// w packed into GemmPanels (any dtype, widened exactly; w is not referenced afterwards).
+inline GemmPanels pack_gemm_panels(const WeightMatrix& w);
+
+/// conv1d_gemm of at most this many output channels (a decoder's final
+/// 1-channel convolution) takes one dot product per output element instead
+/// of the micro-kernel, which would compute nr columns for one useful one.
+inline constexpr std::size_t conv1d_dot_max_outputs = 2;
 
 /// A 1-D convolution as a GEMM over im2col rows that are never built:
 ///   y[r][o] = Σ_j Σ_c taps[r·kernel + j][c] · w[o][j·in + c]
@@ -24,9 +49,16 @@ namespace izwi::kernels::cpu {
 /// rows, then splits the work over output-column panels and row slices, so
 /// layers with few output channels still use every thread. Each output
 /// element is summed over k in one order from its own row: bit for bit
-/// matmul_batch_invariant of the im2col rows, whatever m or the split.
+/// matmul_batch_invariant of the im2col rows, whatever m or the split, and
+/// the same with or without `panels` (pack_gemm_panels(w); with them w's
+/// shape is used, never its data, which may be null). Layers of at most
+/// conv1d_dot_max_outputs channels take a dot product per element instead
+/// (each in one fixed order: per tap, lane-wise partial sums reduced and the
+/// tail added, then the taps in order; from w's data, `panels` unused), not
+/// the micro-kernel's nr columns.
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept;
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
+                        const GemmPanels* panels = nullptr) noexcept;
 
 /// SnakeBeta with its parameters folded (alpha_exp = e^α, inv_beta =
 /// 1 / (e^β + ε)), per channel c of each of `rows` rows:

@@ -100,7 +100,9 @@ struct KernelTable {
                           const AttentionShape& shape, float* out, izwi::detail::ThreadPool& pool) noexcept;
   // conv1d.hpp
   void (*conv1d_gemm)(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                      const WeightMatrix& w, float* y, std::size_t ldy, izwi::detail::ThreadPool& pool) noexcept;
+                      const WeightMatrix& w, const float* packed, float* y, std::size_t ldy,
+                      izwi::detail::ThreadPool& pool) noexcept;
+  void (*pack_gemm_panels)(const WeightMatrix& w, float* panels) noexcept;
   void (*snake_beta)(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
                      const float* alpha_exp, const float* inv_beta) noexcept;
   void (*transposed_conv_overlap_add)(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,

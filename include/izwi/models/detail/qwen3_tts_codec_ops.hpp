@@ -132,6 +132,17 @@ inline const float* row_before(const float* xs, const std::vector<float>& contex
   return t >= back ? xs + (t - back) * channels : context.data() + (ctx + t - back) * channels;
 }
 
+/// y[rows][w.rows] = x[rows][w.cols] · wᵀ on w's panels packed at load:
+/// conv1d_gemm with one tap per row, bit for bit matmul_batch_invariant
+/// (the same packing and micro-kernel) without packing w on every call.
+inline void packed_matmul(const float* x, std::size_t rows, const kernels::cpu::WeightMatrix& w,
+                          const kernels::cpu::GemmPanels& panels, float* y, std::vector<const float*>& taps,
+                          ThreadPool& pool) {
+  if (taps.size() < rows) taps.resize(rows);
+  for (std::size_t r = 0; r < rows; ++r) taps[r] = x + r * w.cols;
+  kernels::cpu::conv1d_gemm(taps.data(), rows, 1, w.cols, w, y, w.rows, pool, &panels);
+}
+
 /// out[rows][conv.out] = causal Conv1d(x[rows][conv.in]) (+ bias when
 /// with_bias; else the caller adds it later, fused into its next pass);
 /// contexts[s] holds stream s's previous context_rows() input rows and is
@@ -151,7 +162,7 @@ inline void causal_conv(const Qwen3TtsConv& conv, const float* x, const RowRuns&
       for (std::size_t j = 0; j < k; ++j) taps[row * k + j] = row_before(xs, *contexts[s], ctx, t, ctx - j * d, in);
     }
   });
-  kernels::cpu::conv1d_gemm(taps.data(), rows, k, in, conv.weight, out, conv.out, pool);
+  kernels::cpu::conv1d_gemm(taps.data(), rows, k, in, conv.weight, out, conv.out, pool, &conv.panels);
   if (with_bias) add_bias(out, rows, conv.out, conv.bias, pool);
   for (std::size_t s = 0; s < runs.streams(); ++s)
     slide_context(*contexts[s], x + runs.begin[s] * in, runs.rows(s), in);
@@ -189,7 +200,7 @@ inline void transposed_conv(const Qwen3TtsTransposedConv& conv, const float* x, 
   const std::size_t k = conv.kernel, stride = conv.stride, channels = conv.out, ov = conv.overlap_rows();
   float* products = grow(scratch.products, runs.rows() * channels * k);
   float* carry = grow(scratch.carry, runs.streams() * ov * channels);
-  kernels::cpu::matmul_batch_invariant(x, runs.rows(), conv.in, conv.weight, products, pool);
+  packed_matmul(x, runs.rows(), conv.weight, conv.panels, products, scratch.taps, pool);
   struct Task {
     std::size_t stream, first, end;
   };

@@ -109,8 +109,8 @@ class Qwen3TtsCodecPass {
         }
       }
     std::vector<float> x(rows * c_.codebook_dim), projected(rows * c_.codebook_dim);
-    kernels::cpu::matmul_batch_invariant(first.data(), rows, half, w_.first_output_proj, x.data(), pool_);
-    kernels::cpu::matmul_batch_invariant(rest.data(), rows, half, w_.rest_output_proj, projected.data(), pool_);
+    matmul(first.data(), rows, w_.first_output_proj, w_.first_output_proj_panels, x.data());
+    matmul(rest.data(), rows, w_.rest_output_proj, w_.rest_output_proj_panels, projected.data());
     kernels::cpu::add_inplace(x.data(), projected.data(), x.size());
     return x;
   }
@@ -128,6 +128,11 @@ class Qwen3TtsCodecPass {
     return out;
   }
 
+  /// y = x · wᵀ on w's panels packed at load (qwen3_tts_codec::packed_matmul).
+  void matmul(const float* x, std::size_t rows, const kernels::cpu::WeightMatrix& w,
+              const kernels::cpu::GemmPanels& panels, float* y) {
+    qwen3_tts_codec::packed_matmul(x, rows, w, panels, y, m_.taps, pool_);
+  }
   void conv(const Qwen3TtsConv& conv, const float* x, const qwen3_tts_codec::RowRuns& runs, float* out,
             bool with_bias = true) {
     const auto ctx = contexts();
@@ -147,10 +152,10 @@ class Qwen3TtsCodecPass {
     const auto ctx = contexts();
     qwen3_tts_codec::depthwise_causal_conv(s.dwconv_weight, s.dwconv_bias, d, 7, x, runs, ctx, h, pool_);
     whisper_cpu::layer_norm(h, rows, d, s.norm_weight.data(), s.norm_bias.data(), 1e-6f, h, pool_);
-    kernels::cpu::matmul_batch_invariant(h, rows, d, s.pwconv1, wide, pool_);
+    matmul(h, rows, s.pwconv1, s.pwconv1_panels, wide);
     qwen3_tts_codec::add_bias(wide, rows, 4 * d, s.pwconv1_bias, pool_);
     whisper_cpu::gelu(wide, rows * 4 * d, pool_);
-    kernels::cpu::matmul_batch_invariant(wide, rows, 4 * d, s.pwconv2, h, pool_);
+    matmul(wide, rows, s.pwconv2, s.pwconv2_panels, h);
     qwen3_tts_codec::add_bias(h, rows, d, s.pwconv2_bias, pool_);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < d; ++i) x[r * d + i] += s.gamma[i] * h[r * d + i];
@@ -192,30 +197,30 @@ inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
       positions_.push_back(streams_[s].state->frames + static_cast<std::int64_t>(t));
   std::vector<float> x(rows * hidden), h(rows * hidden), q(rows * q_dim), k(rows * kv_dim), v(rows * kv_dim),
       attn(rows * q_dim), gate(rows * ffn), up(rows * ffn);
-  kernels::cpu::matmul_batch_invariant(latent.data(), rows, c_.latent_dim, w_.input_proj, x.data(), pool_);
+  matmul(latent.data(), rows, w_.input_proj, w_.input_proj_panels, x.data());
   qwen3_tts_codec::add_bias(x.data(), rows, hidden, w_.input_proj_bias, pool_);
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const Qwen3TtsCodecLayerWeights& w = w_.layers[l];
     kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w.attn_norm.data(), eps, h.data(), hidden);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.q_proj, q.data(), pool_);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.k_proj, k.data(), pool_);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.v_proj, v.data(), pool_);
+    matmul(h.data(), rows, w.q_proj, w.q_panels, q.data());
+    matmul(h.data(), rows, w.k_proj, w.k_panels, k.data());
+    matmul(h.data(), rows, w.v_proj, w.v_panels, v.data());
     qwen3_tts_codec::rotate(q.data(), rows, c_.num_heads, c_.head_dim, positions_, c_.rope_theta);
     qwen3_tts_codec::rotate(k.data(), rows, c_.num_kv_heads, c_.head_dim, positions_, c_.rope_theta);
     attention(l, q.data(), k.data(), v.data(), attn.data());
-    kernels::cpu::matmul_batch_invariant(attn.data(), rows, q_dim, w.o_proj, h.data(), pool_);
+    matmul(attn.data(), rows, w.o_proj, w.o_panels, h.data());
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < hidden; ++i) x[r * hidden + i] += w.attn_scale[i] * h[r * hidden + i];
     kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w.mlp_norm.data(), eps, h.data(), hidden);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.gate_proj, gate.data(), pool_);
-    kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w.up_proj, up.data(), pool_);
+    matmul(h.data(), rows, w.gate_proj, w.gate_panels, gate.data());
+    matmul(h.data(), rows, w.up_proj, w.up_panels, up.data());
     kernels::cpu::silu_mul(gate.data(), up.data(), gate.data(), gate.size());
-    kernels::cpu::matmul_batch_invariant(gate.data(), rows, ffn, w.down_proj, h.data(), pool_);
+    matmul(gate.data(), rows, w.down_proj, w.down_panels, h.data());
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t i = 0; i < hidden; ++i) x[r * hidden + i] += w.mlp_scale[i] * h[r * hidden + i];
   }
   kernels::cpu::rms_norm(x.data(), hidden, rows, hidden, w_.final_norm.data(), eps, h.data(), hidden);
-  kernels::cpu::matmul_batch_invariant(h.data(), rows, hidden, w_.output_proj, latent.data(), pool_);
+  matmul(h.data(), rows, w_.output_proj, w_.output_proj_panels, latent.data());
   qwen3_tts_codec::add_bias(latent.data(), rows, c_.latent_dim, w_.output_proj_bias, pool_);
 }
 

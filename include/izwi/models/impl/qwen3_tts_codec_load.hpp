@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "izwi/core/error.hpp"
 #include "izwi/io/model_directory.hpp"
@@ -238,6 +239,56 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::pa
                      Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json"));
 }
 
+namespace detail {
+
+/// Packs every matrix the decoder multiplies with the GEMM into
+/// kernels::cpu::GemmPanels (all but the 1-channel final convolution's,
+/// which takes the dot-product path): once here instead of on every decode
+/// call. The panels replace the row-major f32 copies, each freed from the
+/// arena as soon as it is packed (its view's data set to null), so the
+/// decoder's memory stays that of its f32 weights, at load too.
+inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena) {
+  using Owner = std::pair<const void*, std::vector<float>*>;  // a view's address and its arena entry
+  std::vector<Owner> owners;
+  for (std::vector<float>& values : arena) owners.emplace_back(values.data(), &values);
+  std::sort(owners.begin(), owners.end());
+  auto pack = [&](kernels::cpu::WeightMatrix& m, kernels::cpu::GemmPanels& panels) {
+    panels = kernels::cpu::pack_gemm_panels(m);
+    const auto it = std::lower_bound(owners.begin(), owners.end(), Owner{m.data, nullptr});
+    if (it != owners.end() && it->first == m.data) std::vector<float>().swap(*it->second);
+    m.data = nullptr;
+  };
+  pack(w.first_output_proj, w.first_output_proj_panels);
+  pack(w.rest_output_proj, w.rest_output_proj_panels);
+  pack(w.pre_conv.weight, w.pre_conv.panels);
+  pack(w.input_proj, w.input_proj_panels);
+  pack(w.output_proj, w.output_proj_panels);
+  for (Qwen3TtsCodecLayerWeights& l : w.layers) {
+    pack(l.q_proj, l.q_panels);
+    pack(l.k_proj, l.k_panels);
+    pack(l.v_proj, l.v_panels);
+    pack(l.o_proj, l.o_panels);
+    pack(l.gate_proj, l.gate_panels);
+    pack(l.up_proj, l.up_panels);
+    pack(l.down_proj, l.down_panels);
+  }
+  for (Qwen3TtsUpsampleStage& u : w.upsample) {
+    pack(u.upsample.weight, u.upsample.panels);
+    pack(u.pwconv1, u.pwconv1_panels);
+    pack(u.pwconv2, u.pwconv2_panels);
+  }
+  pack(w.decoder_entry.weight, w.decoder_entry.panels);
+  for (Qwen3TtsDecoderBlock& b : w.blocks) {
+    pack(b.upsample.weight, b.upsample.panels);
+    for (Qwen3TtsResidualUnit& u : b.residual) {
+      pack(u.conv1.weight, u.conv1.panels);
+      pack(u.conv2.weight, u.conv2.panels);
+    }
+  }
+}
+
+}  // namespace detail
+
 inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
                                                               const Qwen3TtsCodecConfig& config) {
   Qwen3TtsCodecDecoder d;
@@ -249,6 +300,7 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen
   detail::load_qwen3_tts_codec_transformer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_upsampling(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_blocks(loader, d.config_, *weights);
+  detail::pack_qwen3_tts_codec_panels(*weights, *storage);
   d.weights_ = std::move(weights);
   d.storage_ = std::move(storage);
   d.scratch_ = std::make_shared<detail::Qwen3TtsCodecScratchCache>();

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
@@ -179,17 +180,94 @@ inline void pack_tap_rows(const float* const* taps, std::size_t m, std::size_t k
   }
 }
 
-/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and the
-/// weights are packed once per pass and panel slice, cheap beside the
-/// pass's FLOPs at 512 rows or more).
+/// Rows of one conv1d_gemm pass: the packed rows stay near 16 MB (and,
+/// without GemmPanels, the weights are packed once per pass and panel slice,
+/// cheap beside the pass's FLOPs at 512 rows or more).
 inline constexpr std::size_t conv1d_pass_floats = std::size_t{1} << 22;
+
+/// Packs w into GemmPanels' layout (conv1d.hpp): panel p (output columns
+/// [64p, 64p + 64), zero past w.rows) at p * 64 * w.cols, as sub-panels of
+/// 32 columns [k][32]. Like pack_panel, a pack_depth slice of each row is
+/// widened into an L1 buffer and transposed from there. Every variant packs
+/// the same floats (widening is exact) and reads them: its micro-kernel's nr
+/// columns divide the 32 of a sub-panel.
+template <class Arch>
+inline void pack_gemm_panels(const WeightMatrix& w, float* panels) noexcept {
+  using G = GemmShape<Arch>;
+  constexpr std::size_t NC = gemm_panel_columns, SUB = gemm_panel_sub_columns;
+  static_assert(G::nc == NC && SUB % G::nr == 0 && NC % SUB == 0);
+  alignas(64) float buffer[NC * G::pack_depth];
+  const std::size_t k = w.cols;
+  for (std::size_t n0 = 0; n0 < w.rows; n0 += NC) {
+    float* panel = panels + n0 * k;
+    for (std::size_t k0 = 0; k0 < k; k0 += G::pack_depth) {
+      const std::size_t depth = std::min(G::pack_depth, k - k0);
+      for (std::size_t j = 0; j < NC; ++j) {
+        float* dst = buffer + j * G::pack_depth;
+        if (n0 + j < w.rows) widen_row<Arch>(w, n0 + j, k0, depth, dst);
+        else std::fill(dst, dst + depth, 0.0f);
+      }
+      for (std::size_t j = 0; j < NC; j += SUB) {
+        float* sub = panel + (j / SUB) * k * SUB + k0 * SUB;
+        for (std::size_t kk = 0; kk < depth; ++kk)
+          for (std::size_t c = 0; c < SUB; ++c) sub[kk * SUB + c] = buffer[(j + c) * G::pack_depth + kk];
+      }
+    }
+  }
+}
+
+/// y[r][o] for rows [r0, r1) and every o < w.rows, each the dot product of
+/// output r's taps with weight row o: per tap, lane-wise partial sums over
+/// the channels' whole vectors, the lanes reduced and the tail channels added
+/// in order, then the taps' sums added in order. One fixed order per element,
+/// whatever the rows or the split.
+template <class Arch>
+inline void conv1d_dot_rows(const float* const* taps, std::size_t r0, std::size_t r1, std::size_t kernel,
+                            std::size_t in, const WeightMatrix& w, float* weights_f32, float* y,
+                            std::size_t ldy) noexcept {
+  using S = Simd<Arch>;
+  constexpr std::size_t L = S::lanes;
+  for (std::size_t o = 0; o < w.rows; ++o) {
+    widen_row<Arch>(w, o, weights_f32);
+    for (std::size_t r = r0; r < r1; ++r) {
+      float total = 0.0f;
+      for (std::size_t j = 0; j < kernel; ++j) {
+        const float* x = taps[r * kernel + j];
+        const float* wj = weights_f32 + j * in;
+        auto acc = S::zero();
+        std::size_t c = 0;
+        for (; c + L <= in; c += L) acc = S::fma(S::load(x + c), S::load(wj + c), acc);
+        float tap = S::sum(acc);
+        for (; c < in; ++c) tap += x[c] * wj[c];
+        total += tap;
+      }
+      y[r * ldy + o] = total;
+    }
+  }
+}
+
+template <class Arch>
+inline void conv1d_dot(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                       const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+  const std::size_t rows_per_task = 256, tasks = (m + rows_per_task - 1) / rows_per_task;
+  pool.parallel_for(tasks, [&](std::size_t task, std::size_t worker) {
+    auto* weights_f32 = static_cast<float*>(pool.scratch(worker, kernel * in * sizeof(float)));
+    conv1d_dot_rows<Arch>(taps, task * rows_per_task, std::min(m, (task + 1) * rows_per_task), kernel, in, w,
+                          weights_f32, y, ldy);
+  });
+}
 
 template <class Arch>
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+                        const WeightMatrix& w, const float* packed, float* y, std::size_t ldy,
+                        ThreadPool& pool) noexcept {
   using G = GemmShape<Arch>;
   const std::size_t k = kernel * in, n = w.rows;
   if (m == 0 || n == 0) return;
+  if (n <= conv1d_dot_max_outputs) {
+    conv1d_dot<Arch>(taps, m, kernel, in, w, y, ldy, pool);
+    return;
+  }
   const std::size_t panels = (n + G::nc - 1) / G::nc;
   const std::size_t pass_rows = std::max<std::size_t>(512, conv1d_pass_floats / k) / G::mr * G::mr;
   auto* xp = static_cast<float*>(pool.shared_scratch(std::min(pass_rows, (m + G::mr - 1) / G::mr * G::mr) * k *
@@ -206,6 +284,16 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
       const std::size_t p = task / slices, slice = task % slices;
       const std::size_t n0 = p * G::nc, cols = std::min(G::nc, n - n0);
       const std::size_t b0 = slice * blocks / slices, b1 = (slice + 1) * blocks / slices;
+      if (packed != nullptr) {  // GemmPanels: sub-panels of 32 columns, nr of them at a time
+        constexpr std::size_t SUB = gemm_panel_sub_columns;
+        const float* panel = packed + n0 * k;
+        for (std::size_t b = b0; b < b1; ++b)
+          for (std::size_t j = 0; j < cols; j += G::nr)
+            gemm_micro<Arch, SUB>(xp + b * G::mr * k, k, panel + (j / SUB) * k * SUB + j % SUB,
+                                  y + (first + b * G::mr) * ldy + n0 + j, ldy, std::min(G::mr, rows - b * G::mr),
+                                  std::min(G::nr, cols - j), false);
+        return;
+      }
       float* panel = static_cast<float*>(pool.scratch(worker, (G::nc * k + G::nc * G::pack_depth) * sizeof(float)));
       pack_panel<Arch>(w, n0, panel, panel + G::nc * k);
       for (std::size_t b = b0; b < b1; ++b)

@@ -550,8 +550,10 @@ inline void pack_rows(const float* x, std::size_t ldx, std::size_t m, std::size_
 
 /// MR x NR block of y from a packed slice of MR activation rows and a packed
 /// sub-panel slice, both of depth k; adds to y when `accumulate` (every
-/// slice after the first). Writes `rows` rows and `cols` columns.
-template <class Arch>
+/// slice after the first). Writes `rows` rows and `cols` columns. The
+/// sub-panel's rows are LDB floats apart (NR of them read): pack_panel's NR,
+/// or the wider sub-panels of conv1d's GemmPanels.
+template <class Arch, std::size_t LDB = GemmShape<Arch>::nr>
 inline void gemm_micro(const float* xp, std::size_t k, const float* sub, float* y, std::size_t ldy, std::size_t rows,
                        std::size_t cols, bool accumulate) noexcept {
   using S = Simd<Arch>;
@@ -565,7 +567,7 @@ inline void gemm_micro(const float* xp, std::size_t k, const float* sub, float* 
     for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::zero();
   for (std::size_t kk = 0; kk < k; ++kk) {
     vec b[NV];
-    for (std::size_t v = 0; v < NV; ++v) b[v] = S::load(sub + kk * G::nr + v * L);
+    for (std::size_t v = 0; v < NV; ++v) b[v] = S::load(sub + kk * LDB + v * L);
     for (std::size_t r = 0; r < MR; ++r) {
       const vec a = S::broadcast(xp[kk * MR + r]);
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::fma(a, b[v], acc[r][v]);

@@ -52,6 +52,7 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .apply_rotary = &apply_rotary<Arch>,
       .paged_attention = &paged_attention_entry<Arch>,
       .conv1d_gemm = &conv1d_gemm<Arch>,
+      .pack_gemm_panels = &pack_gemm_panels<Arch>,
       .snake_beta = &snake_beta<Arch>,
       .transposed_conv_overlap_add = &transposed_conv_overlap_add<Arch>,
       .layer_norm = &layer_norm<Arch>,

@@ -4,15 +4,27 @@
 
 #include <cassert>
 #include <cstddef>
+#include <vector>
 
 #include "izwi/kernels/cpu/dispatch.hpp"
 
 namespace izwi::kernels::cpu {
 
+inline GemmPanels pack_gemm_panels(const WeightMatrix& w) {
+  GemmPanels p{w.rows, w.cols, std::vector<float>((w.rows + gemm_panel_columns - 1) / gemm_panel_columns *
+                                                  gemm_panel_columns * w.cols)};
+  active_kernels().pack_gemm_panels(w, p.floats.data());
+  return p;
+}
+
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
-                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool) noexcept {
+                        const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
+                        const GemmPanels* panels) noexcept {
   assert(w.cols == kernel * in && ldy >= w.rows);
-  active_kernels().conv1d_gemm(taps, m, kernel, in, w, y, ldy, pool);
+  const bool use_panels = panels != nullptr && w.rows > conv1d_dot_max_outputs;
+  assert(!use_panels || (panels->rows == w.rows && panels->cols == w.cols));
+  assert(use_panels || w.data != nullptr);
+  active_kernels().conv1d_gemm(taps, m, kernel, in, w, use_panels ? panels->floats.data() : nullptr, y, ldy, pool);
 }
 
 inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
