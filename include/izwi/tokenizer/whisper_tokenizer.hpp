@@ -137,6 +137,8 @@ class WhisperDetokenizer {
   explicit WhisperDetokenizer(const WhisperTokenizer* tokenizer) noexcept : tokenizer_(tokenizer) {}
   std::string_view append(TokenId id) { return assembler_.push(tokenizer_ ? tokenizer_->text_bytes(id) : std::string_view{}); }
   std::string_view flush() { return assembler_.flush(); }
+  /// The bytes `id` stands for, alone (logprobs): token_text(id).
+  std::string token_bytes(TokenId id) const { return tokenizer_ ? tokenizer_->token_text(id) : std::string(); }
 
  private:
   const WhisperTokenizer* tokenizer_ = nullptr;

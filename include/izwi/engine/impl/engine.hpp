@@ -8,6 +8,7 @@
 
 #include "izwi/core/error.hpp"
 #include "izwi/core/hash.hpp"
+#include "izwi/core/prompt_checks.hpp"
 
 namespace izwi {
 
@@ -53,23 +54,14 @@ Engine<S, K, E>::~Engine() {
 template <class S, class K, class E>
 void Engine<S, K, E>::validate(Request& request) const {
   request.sampling.validate();
-  if (request.prompt_tokens.empty())
-    throw invalid_argument("prompt_tokens", "the prompt must contain at least one token");
-  if (max_model_len_ != 0 && request.prompt_tokens.size() >= max_model_len_)
-    throw invalid_argument("prompt_tokens", "the prompt is " + std::to_string(request.prompt_tokens.size()) +
-                                                " tokens; the model's context is " + std::to_string(max_model_len_) +
-                                                " tokens and at least one must remain for the output");
+  // The one prompt check (core/prompt_checks.hpp), here at the API edge, so
+  // no id past the embedding table reaches a forward pass.
+  std::size_t vocab = 0;
   if constexpr (requires(const E& e) {
                   { e.vocab_size() } -> std::convertible_to<std::size_t>;
-                }) {
-    // Checked here, at the API edge, so no id past the embedding table reaches a forward pass.
-    const std::size_t vocab = executor_.vocab_size();
-    for (TokenId t : request.prompt_tokens)
-      if (t < 0 || static_cast<std::size_t>(t) >= vocab)
-        throw invalid_argument("prompt_tokens", "token id " + std::to_string(t) +
-                                                    " is outside the model's vocabulary (ids 0 to " +
-                                                    std::to_string(vocab - 1) + ")");
-  }
+                })
+    vocab = executor_.vocab_size();
+  check_prompt_tokens(request.prompt_tokens, vocab, max_model_len_);
   if (!request.sampling.stop.empty() && !HasDetokenizer<E>)
     throw invalid_argument("stop", "stop strings need an executor that detokenizes, and this one does not");
   if (request.audio && request.audio->placeholder_offset + std::size_t{request.audio->placeholder_length} >
@@ -583,8 +575,8 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
 
     r.output_tokens.push_back(out.token);
     if (r.sampling.logprobs) {
-      const auto top = result_.top_logprobs_of(out);
-      r.logprobs.push_back({out.token, out.logprob, {top.begin(), top.end()}});
+      r.logprobs.push_back(
+          detail::spelled_logprobs(r.detokenizer, out.token, out.logprob, result_.top_logprobs_of(out)));
     }
     if (out.audio_count > 0) {
       if (r.audio.empty()) {
