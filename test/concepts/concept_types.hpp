@@ -8,6 +8,7 @@
 // omitted. Tag and memory space come from bases, so they too can be left out.
 
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -270,6 +271,30 @@ using OpsNoWeightType = Ops<kWeightType>;
 struct ForwardModel : Model<> {
   template <BackendOps O, KVCachePolicy K>
   void forward(O&, const ForwardBatch&, std::span<const typename O::attention_sequence>, K&, float*) const;
+};
+
+/// Stream notifiers: stateless and stateful ones that fit, and one short of
+/// each requirement.
+struct QuietNotifier {
+  using policy_category = izwi::stream_notifier_tag;
+  void notify() const noexcept {}
+};
+struct WakingNotifier {
+  using policy_category = izwi::stream_notifier_tag;
+  std::shared_ptr<int> target;  // state: what to wake
+  void notify() const {}
+};
+struct UntaggedNotifier {
+  void notify() const {}
+};
+struct NotifierMutableNotify {  // notify() must be callable on a const notifier
+  using policy_category = izwi::stream_notifier_tag;
+  void notify() {}
+};
+struct NotifierNoDefault {
+  using policy_category = izwi::stream_notifier_tag;
+  explicit NotifierNoDefault(int) {}
+  void notify() const {}
 };
 
 }  // namespace izwi_test

@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include "concept_types.hpp"
 #include "izwi/concepts.hpp"
+#include "izwi/engine/stream_notifiers.hpp"
 
 using namespace izwi;
 using namespace izwi_test;
@@ -171,6 +173,25 @@ TEST_CASE("ModelFamilyFor: a family whose forward pass runs on the backend", "[c
   STATIC_REQUIRE_FALSE(ModelFamilyFor<GoodModel, GoodOps>);        // no forward()
   STATIC_REQUIRE_FALSE(ModelFamilyFor<ForwardModel, UntaggedOps>);  // not a backend
   STATIC_REQUIRE_FALSE(ModelFamilyFor<ForwardModel, OpsNoAttention>);
+}
+
+TEST_CASE("StreamNotifier: accepts stateless and stateful notifiers, rejects the rest", "[concepts][notifier]") {
+  STATIC_REQUIRE(StreamNotifier<QuietNotifier>);
+  STATIC_REQUIRE(StreamNotifier<WakingNotifier>);
+  STATIC_REQUIRE(StreamNotifier<CallbackNotifier>);
+  STATIC_REQUIRE(StreamNotifier<BlockingNotifier>);
+  STATIC_REQUIRE(std::is_empty_v<BlockingNotifier>);  // called without being stored per stream
+  STATIC_REQUIRE_FALSE(StreamNotifier<UntaggedNotifier>);
+  STATIC_REQUIRE_FALSE(StreamNotifier<NotifierMutableNotify>);
+  STATIC_REQUIRE_FALSE(StreamNotifier<NotifierNoDefault>);
+  STATIC_REQUIRE_FALSE(StreamNotifier<GoodScheduler>);  // another policy's tag
+  namespace r = izwi::requirements;
+  STATIC_REQUIRE_FALSE(r::notifier_notify<NotifierMutableNotify>);
+  STATIC_REQUIRE(r::notifier_value<NotifierMutableNotify>);
+  STATIC_REQUIRE_FALSE(r::notifier_value<NotifierNoDefault>);
+  STATIC_REQUIRE(r::notifier_notify<NotifierNoDefault>);
+  // The default notifier takes any callable, so on_ready([...] {...}) reads as before.
+  STATIC_REQUIRE(std::is_convertible_v<void (*)(), CallbackNotifier>);
 }
 
 TEST_CASE("Archetypes satisfy their concepts", "[concepts][archetypes]") {

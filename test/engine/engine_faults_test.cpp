@@ -198,11 +198,33 @@ TEST_CASE("prompt token ids outside the vocabulary are refused at the edge", "[e
       engine.add_request(make_request({1, 2, bad}, 4));
       FAIL("accepted token id " << bad);
     } catch (const invalid_argument& e) {
-      CHECK(std::string(e.what()).find("outside the model's vocabulary") != std::string::npos);
+      CHECK(std::string(e.what()).find("is out of vocabulary (size 1000)") != std::string::npos);
       CHECK(std::string(e.what()).find(std::to_string(bad)) != std::string::npos);
     }
   }
   CHECK_NOTHROW(engine.add_request(make_request({1, 2, 999}, 4)));
+}
+
+TEST_CASE("an empty prompt and one that fills the context are refused in vLLM's words", "[engine][faults]") {
+  // The one prompt check (izwi::check_prompt_tokens): the server passes these
+  // messages on unchanged, naming its own parameter.
+  ToyModelConfig model;
+  model.max_model_len = 8;
+  auto engine = make_toy_engine(64, {}, model);
+  auto message_of = [&](std::vector<TokenId> prompt) -> std::string {
+    try {
+      engine.add_request(make_request(std::move(prompt), 1));
+    } catch (const invalid_argument& e) {
+      CHECK(e.field() == "prompt_tokens");
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(message_of({}) == "The prompt is empty.");
+  CHECK(message_of(std::vector<TokenId>(8, 1)) ==
+        "This model's maximum context length is 8 tokens. However, your request has 8 input tokens. Please reduce "
+        "the length of the input.");
+  CHECK(message_of(std::vector<TokenId>(7, 1)).empty());  // one token of room is enough
 }
 
 TEST_CASE("text held back for a stop string is released only between UTF-8 characters", "[engine][stream][utf8]") {

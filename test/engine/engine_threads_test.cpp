@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -140,4 +141,105 @@ TEST_CASE("on_ready listeners drive asynchronous consumers", "[engine][threads][
   CHECK_FALSE(engine.has_unfinished_requests());
   CHECK(engine.metrics().num_kv_blocks_used == 0);
   CHECK(engine.metrics().num_kv_blocks > 0);
+}
+
+// --- the StreamNotifier policy (docs/concepts/stream_notifier.md) -------------
+
+namespace {
+
+/// Stateful: set per stream with on_ready, counts that stream's calls.
+struct CountingNotifier {
+  using policy_category = stream_notifier_tag;
+  std::shared_ptr<std::atomic<int>> calls;
+  void notify() const {
+    if (calls) calls->fetch_add(1);
+  }
+};
+
+/// Stateless: the engine calls it for every stream, without on_ready.
+struct CountingStatelessNotifier {
+  using policy_category = stream_notifier_tag;
+  static inline std::atomic<int> calls{0};
+  void notify() const { calls.fetch_add(1); }
+};
+
+template <class Notifier>
+Engine<FcfsScheduler, ToyKV, ToyExecutor, Notifier> make_notified_engine() {
+  ToyExecutor executor;
+  ToyKV kv(executor.kv_cache_shape(), {.num_blocks = 64});
+  EngineConfig config;
+  config.stream_capacity = 64;  // never full: no pause changes which steps deliver
+  return Engine<FcfsScheduler, ToyKV, ToyExecutor, Notifier>(FcfsScheduler(SchedulerConfig{}), std::move(kv),
+                                                             std::move(executor), config);
+}
+
+Request counted_request(std::size_t i) {
+  Request r = make_request(make_prompt(5 + i, static_cast<std::uint32_t>(i + 1)), static_cast<std::uint32_t>(4 + i));
+  r.sampling.ignore_eos = true;  // exactly max_tokens tokens, one per step
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a compile-time notifier is called once per step for each stream that got chunks",
+          "[engine][stream][notifier]") {
+  auto engine = make_notified_engine<CountingNotifier>();
+  constexpr std::size_t streams = 3;
+  std::vector<BasicResponseStream<CountingNotifier>> handles;
+  std::vector<std::shared_ptr<std::atomic<int>>> calls;
+  for (std::size_t i = 0; i < streams; ++i) {
+    handles.push_back(engine.generate_streaming(counted_request(i)));
+    calls.push_back(std::make_shared<std::atomic<int>>(0));
+    handles.back().on_ready(CountingNotifier{calls.back()});
+    CHECK(calls.back()->load() == 0);  // nothing waiting yet: not called at once
+  }
+  std::vector<int> steps_with_chunks(streams, 0);
+  for (int step = 0; step < 100 && engine.has_unfinished_requests(); ++step) {
+    engine.step();
+    for (std::size_t i = 0; i < streams; ++i) {
+      int chunks = 0;
+      while (handles[i].try_next()) ++chunks;
+      if (chunks > 0) ++steps_with_chunks[i];
+      INFO("step " << step << ", stream " << i << ", chunks " << chunks);
+      CHECK(calls[i]->load() == steps_with_chunks[i]);  // one call per step with chunks, none without
+    }
+  }
+  for (std::size_t i = 0; i < streams; ++i) CHECK(steps_with_chunks[i] == static_cast<int>(4 + i));
+  CHECK_FALSE(engine.has_unfinished_requests());
+}
+
+TEST_CASE("a stateless notifier is called for every stream without on_ready", "[engine][stream][notifier]") {
+  auto engine = make_notified_engine<CountingStatelessNotifier>();
+  CountingStatelessNotifier::calls = 0;
+  std::vector<BasicResponseStream<CountingStatelessNotifier>> handles;
+  for (std::size_t i = 0; i < 2; ++i) handles.push_back(engine.generate_streaming(counted_request(i)));
+  int steps_with_chunks = 0;
+  for (int step = 0; step < 100 && engine.has_unfinished_requests(); ++step) {
+    engine.step();
+    for (auto& handle : handles) {
+      bool got = false;
+      while (handle.try_next()) got = true;
+      steps_with_chunks += got;
+    }
+    CHECK(CountingStatelessNotifier::calls.load() == steps_with_chunks);
+  }
+  CHECK(steps_with_chunks == 4 + 5);
+}
+
+TEST_CASE("BlockingNotifier streams serve blocking readers", "[engine][threads][stream][notifier]") {
+  auto engine = make_notified_engine<BlockingNotifier>();
+  engine.run();
+  std::vector<Request> requests;
+  std::vector<BasicResponseStream<BlockingNotifier>> handles;
+  for (std::size_t i = 0; i < 4; ++i) {
+    requests.push_back(counted_request(i));
+    handles.push_back(engine.generate_streaming(requests.back()));
+  }
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    std::vector<TokenId> received;
+    while (auto chunk = handles[i].next()) received.insert(received.end(), chunk->token_ids.begin(), chunk->token_ids.end());
+    CHECK(received == toy_reference(requests[i].prompt_tokens, requests[i].sampling, {}));
+  }
+  engine.stop();
+  CHECK(engine.kv_cache().stats().num_used_blocks == 0u);
 }

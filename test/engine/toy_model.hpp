@@ -113,6 +113,11 @@ struct ToyDetokenizer {
     letter[0] = static_cast<char>('a' + t % 26);
     return {letter, 1};
   }
+  /// The token's own spelling (logprobs' bytes): what append() gives for it alone.
+  std::string token_bytes(TokenId t) const {
+    ToyDetokenizer alone{multibyte, std::nullopt, {}};
+    return std::string(alone.append(t));
+  }
 };
 
 class ToyExecutor {

@@ -202,6 +202,44 @@ TEST_CASE("streamed text equals the complete text with stop strings over split U
   if (ended_mid_character == 0) WARN("no request ended inside a character this run: the flush went unchecked");
 }
 
+TEST_CASE("logprobs carry the tokenizer's bytes of the sampled and top tokens", "[qwen3][properties][logprobs]") {
+  // The engine spells the tokens (TokenLogprobs::bytes, top_bytes), so a
+  // consumer such as the server needs no call back into the model per token.
+  if (!testing::have_qwen3_tokenizer()) return;
+  auto engine = make_engine();
+  const tokenizer::BpeTokenizer& tokenizer = *engine.executor().model().tokenizer();
+  Request r;
+  r.prompt_tokens = prompt_of(7, 3);
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 11;
+  r.sampling.max_tokens = 12;
+  r.sampling.ignore_eos = true;
+  r.sampling.logprobs = 4;
+  auto check_spelled = [&](const std::vector<TokenLogprobs>& lps) {
+    std::size_t spelled = 0;
+    for (const TokenLogprobs& lp : lps) {
+      CHECK(lp.bytes == tokenizer.token_bytes(lp.token));
+      REQUIRE(lp.top_bytes.size() == lp.top.size());
+      for (std::size_t i = 0; i < lp.top.size(); ++i) CHECK(lp.top_bytes[i] == tokenizer.token_bytes(lp.top[i].token));
+      spelled += !lp.bytes.empty();
+    }
+    return spelled;
+  };
+  const RequestOutput whole = engine.generate(r);
+  REQUIRE(whole.logprobs.size() == 12u);
+  CHECK(check_spelled(whole.logprobs) == 12u);  // every Qwen3 token spells at least one byte
+  engine.run();
+  ResponseStream stream = engine.generate_streaming(r);
+  std::vector<TokenLogprobs> streamed;
+  while (auto chunk = stream.next())
+    for (TokenLogprobs& lp : chunk->logprobs) streamed.push_back(std::move(lp));
+  engine.stop();
+  CHECK(check_spelled(streamed) == 12u);
+  // Without logprobs nothing is spelled (nor allocated).
+  r.sampling.logprobs.reset();
+  CHECK(engine.generate(r).logprobs.empty());
+}
+
 TEST_CASE("the embedding gather refuses token ids outside the table", "[qwen3][executor]") {
   // Checked before the gather (whose own check is only an assert): the
   // engine's barrier then fails that request instead of reading past the table.

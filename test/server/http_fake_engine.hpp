@@ -62,6 +62,7 @@ class FakeEngine final : public server::AnyEngine {
   explicit FakeEngine(FakeEngineOptions options = {}) {
     ToyModelConfig model;
     model.max_model_len = options.max_model_len;
+    model.report_vocab_size = true;  // ids past vocab_size() are refused by the engine, as EngineModel's are
     model.throw_token = options.throw_token;
     model.nan_token = options.nan_token;
     model.audio_samples_per_token = 1920;

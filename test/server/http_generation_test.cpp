@@ -153,6 +153,45 @@ TEST_CASE("http: a prompt too long for the context is refused before it is token
   CHECK(post(h.port, "/v1/completions", completion_body(R"("abcd")", false, 4)).status == 200);
 }
 
+TEST_CASE("http: the engine's prompt checks reach the client in vLLM's words under the endpoint's param",
+          "[server][http]") {
+  // Ids outside the vocabulary and prompts that fill the context are refused
+  // once, by the engine (izwi::check_prompt_tokens; an empty prompt too, but
+  // the parser refuses an empty "prompt" first); the server only renames the
+  // field and checks prompt plus max_tokens.
+  FakeEngineOptions options;
+  options.max_model_len = 32;
+  Harness h(test_config(), options);
+  auto ids = [](std::size_t n) {
+    std::string json = "[";
+    for (std::size_t i = 0; i < n; ++i) json += (i ? ",1" : "1");
+    return json + "]";
+  };
+  auto refused = [&](const std::string& target, const std::string& body, const std::string& words,
+                     const std::string& param) {
+    const HttpResult r = post(h.port, target, body);
+    CHECK(r.status == 400);
+    if (r.status != 400) return;
+    const std::string message = error_of(r).at("message").as_string().c_str();
+    INFO(message);
+    CHECK(message.find(words) != std::string::npos);
+    CHECK(error_of(r).at("param") == param.c_str());
+  };
+  refused("/v1/completions", completion_body("[1, 2, 5000]", false, 4), "Token id 5000 is out of vocabulary (size 1000).",
+          "prompt");
+  refused("/v1/completions", completion_body(ids(40), false, 4),
+          "maximum context length is 32 tokens. However, your request has 40 input tokens.", "prompt");
+  refused("/v1/chat/completions",
+          R"({"model": "toy", "max_tokens": 2, "messages": [{"role": "user", "content": ")" + std::string(40, 'y') +
+              R"("}]})",
+          "maximum context length is 32 tokens. However, your request has", "messages");
+  // Prompt plus output beyond the context: the server's own check, which
+  // leaves a prompt that does not fit alone to the engine's words above.
+  refused("/v1/completions", completion_body(ids(10), false, 30), "However, you requested 40 tokens", "max_tokens");
+  CHECK(post(h.port, "/v1/completions", completion_body(ids(10), false, 4)).status == 200);
+  CHECK(h.wait_idle());
+}
+
 TEST_CASE("http: requests waiting for a preparation thread count against the queue limit", "[server][http][threads]") {
   ServerConfig config = test_config();
   config.prep_threads = 1;

@@ -109,7 +109,7 @@ struct FakeEngine {
       if (top.size() > job.top_logprobs) top.resize(job.top_logprobs);
       izwi::StreamChunk c;
       c.token_ids = {top.front().token};
-      c.logprobs.push_back({top.front().token, top.front().logprob, top});
+      c.logprobs.push_back({top.front().token, top.front().logprob, top, {}, {}});
       c.finish_reason = izwi::FinishReason::length;
       return {c};
     }
@@ -119,7 +119,7 @@ struct FakeEngine {
     for (std::size_t i = 0; i < d.tokens.size(); ++i) {  // one chunk per token, as the engine streams
       izwi::StreamChunk c;
       c.token_ids = {d.tokens[i]};
-      c.logprobs.push_back({d.tokens[i], i < d.logprobs.size() ? d.logprobs[i] : d.logprob, {}});
+      c.logprobs.push_back({d.tokens[i], i < d.logprobs.size() ? d.logprobs[i] : d.logprob, {}, {}, {}});
       if (i + 1 == d.tokens.size()) c.finish_reason = izwi::FinishReason::stop;
       chunks.push_back(std::move(c));
     }

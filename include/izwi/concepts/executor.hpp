@@ -17,7 +17,10 @@
 // Optional abilities, probed with `requires`:
 //   ce.eos_token_ids()   -> span<const TokenId>   ends generation (unless ignore_eos)
 //   ce.make_detokenizer() -> D, with d.append(TokenId) -> std::string_view giving
-//                            the text that token completes (stop strings, streaming text)
+//                            the text that token completes (stop strings, streaming text);
+//                            optionally d.token_bytes(TokenId) -> convertible to
+//                            std::string_view: that token's own bytes, which the engine
+//                            puts in TokenLogprobs::bytes when logprobs are asked for
 //   ce.max_model_len()   -> size_t                 context limit
 //   e.release(id)                                  the request ended: drop what the
 //                                                  executor keeps for it beyond the KV

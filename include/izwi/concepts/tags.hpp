@@ -16,6 +16,7 @@ struct kv_cache_tag {};
 struct executor_tag {};
 struct model_family_tag {};
 struct backend_ops_tag {};
+struct stream_notifier_tag {};
 
 template <class T, class Tag>
 concept opts_into = requires { typename T::policy_category; } &&

@@ -1,5 +1,5 @@
 #pragma once
-// izwi::Engine<Scheduler, KVCache, Executor>: the step loop.
+// izwi::Engine<Scheduler, KVCache, Executor, Notifier>: the step loop.
 //
 // Each step: apply what other threads posted (new requests, aborts, stream
 // events) → the scheduler plans one token budget → the executor runs the
@@ -8,7 +8,8 @@
 // statistics, metrics) and ends finished requests. See docs/architecture.md.
 //
 // The policies are chosen at compile time; the step loop makes no virtual
-// call and uses no std::function. An engine given a policy that does not fit
+// call and uses no std::function (the default Notifier, CallbackNotifier,
+// holds the consumer's callable in one: see docs/concepts/stream_notifier.md). An engine given a policy that does not fit
 // fails to compile with one message naming the missing requirement.
 //
 // Three ways to get results:
@@ -37,6 +38,7 @@
 #include "izwi/concepts/executor.hpp"
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/concepts/scheduler.hpp"
+#include "izwi/concepts/stream_notifier.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/core/step.hpp"
 #include "izwi/engine/detail/mailbox.hpp"
@@ -47,20 +49,25 @@
 #include "izwi/engine/metrics.hpp"
 #include "izwi/engine/output.hpp"
 #include "izwi/engine/stream.hpp"
+#include "izwi/engine/stream_notifiers.hpp"
 
 namespace izwi {
 
-template <class Scheduler, class KVCache, class Executor>
+/// Notifier: how a stream's consumer learns that chunks arrived (the
+/// StreamNotifier policy); the default takes any callable through on_ready().
+template <class Scheduler, class KVCache, class Executor, class Notifier = CallbackNotifier>
 class Engine {
   // Instantiating the check runs its ladder: a misfit stops at one
   // static_assert there, naming the first missing requirement ("|| true"
   // keeps this line from adding a second, wordless failure).
-  static_assert(detail::check_engine_policies<Scheduler, KVCache, Executor>() || true);
+  static_assert(detail::check_engine_policies<Scheduler, KVCache, Executor, Notifier>() || true);
 
  public:
   using scheduler_type = Scheduler;
   using kv_cache_type = KVCache;
   using executor_type = Executor;
+  using notifier_type = Notifier;
+  using stream_type = BasicResponseStream<Notifier>;
 
   /// Takes the three policies by value. The cache must be shaped for the
   /// executor's model: kv_cache.shape() == executor.kv_cache_shape(), else
@@ -81,7 +88,7 @@ class Engine {
   RequestOutput generate(Request request);
   /// Queues the request and returns the stream of its chunks. Needs run() or
   /// another thread calling step().
-  ResponseStream generate_streaming(Request request);
+  stream_type generate_streaming(Request request);
   /// Aborts a request in any state (queued, waiting, running, paused); its
   /// blocks return to the pool at the next step. False if the id is unknown
   /// or already finished.

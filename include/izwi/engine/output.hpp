@@ -19,6 +19,13 @@ struct TokenLogprobs {
   TokenId token = -1;
   float logprob = 0.0f;
   std::vector<TokenLogprob> top;
+  /// The bytes `token` stands for, and those of each `top` entry in order
+  /// (a token may hold part of a UTF-8 sequence). Filled by the engine, which
+  /// owns the tokenizer, when its executor's detokenizer spells single tokens
+  /// (`d.token_bytes(id)`); empty otherwise. They spare a consumer one lookup
+  /// per token (the server's logprobs "token" and "bytes").
+  std::string bytes;
+  std::vector<std::string> top_bytes;
 };
 
 /// Timings and counts of one request, all in seconds. A time that did not

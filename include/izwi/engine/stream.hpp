@@ -7,11 +7,16 @@
 // stalling everyone else; when the consumer reads again, the request resumes.
 // Closing or destroying the stream before its last chunk aborts the request
 // and frees everything it holds: a client that hangs up costs nothing more.
+//
+// How a consumer learns that chunks arrived is the engine's StreamNotifier
+// policy (concepts/stream_notifier.hpp): BasicResponseStream<N> is the stream
+// of an Engine<S, K, E, N>; ResponseStream is the default engine's
+// (CallbackNotifier: on_ready takes any callable).
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <functional>
+#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,12 +25,16 @@
 #include "izwi/engine/detail/chunk_ring.hpp"
 #include "izwi/engine/detail/mailbox.hpp"
 #include "izwi/engine/output.hpp"
+#include "izwi/engine/stream_notifiers.hpp"
 
 namespace izwi {
 
 namespace detail {
 
-/// Shared between the engine (producer) and one ResponseStream (consumer).
+/// Shared between the engine (producer) and one ResponseStream (consumer):
+/// the chunks and their locking; the notifier is NotifyingChannel's. The
+/// engine's commands and records hold this part, so they do not depend on
+/// the notifier type.
 class StreamChannel {
  public:
   StreamChannel(RequestId id, std::size_t capacity, std::shared_ptr<EngineMailbox> mailbox)
@@ -34,29 +43,14 @@ class StreamChannel {
   RequestId id() const noexcept { return id_; }
 
   // --- producer (the stepping thread) ---
-  /// Always accepted; the engine keeps the queue within capacity by pausing
-  /// the request, and the final chunk may take one slot beyond it.
-  void push(StreamChunk chunk) {
-    push_quietly(std::move(chunk));
-    notify();
-  }
-  /// push() without waking the consumer: the engine queues every chunk of a
-  /// step this way and calls notify() once per stream after the step, outside
-  /// its locks.
+  /// Always accepted, without waking the consumer: the engine keeps the queue
+  /// within capacity by pausing the request (the final chunk may take one
+  /// slot beyond it), queues every chunk of a step this way and notifies each
+  /// stream once after the step, outside its locks (NotifyingChannel::notify).
   void push_quietly(StreamChunk&& chunk) {
     std::lock_guard lock(mutex_);
     if (chunk.finished()) producer_done_ = true;
     chunks_.push_back(std::move(chunk));
-  }
-  /// Wakes a blocked next() and calls the listener, if any.
-  void notify() {
-    std::shared_ptr<const std::function<void()>> listener;
-    {
-      std::lock_guard lock(mutex_);
-      listener = listener_;
-    }
-    ready_.notify_all();
-    if (listener) (*listener)();
   }
 
   bool full() const {
@@ -100,19 +94,11 @@ class StreamChannel {
     std::lock_guard lock(mutex_);
     return consumer_done_;
   }
-  void set_listener(std::function<void()> listener) {
-    auto shared = listener ? std::make_shared<const std::function<void()>>(std::move(listener)) : nullptr;
-    bool call_now = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (consumer_closed_) return;
-      listener_ = shared;
-      call_now = shared && !chunks_.empty();
-    }
-    if (call_now) (*shared)();
-  }
-  /// Consumer hangs up: the engine aborts the request unless it already finished.
-  void close() {
+  /// Consumer hangs up: the engine aborts the request unless it already
+  /// finished. `under_lock` runs with the channel locked, once (the notifier
+  /// drops its consumer there).
+  template <class F>
+  void close(F&& under_lock) {
     bool tell_engine = false;
     {
       std::lock_guard lock(mutex_);
@@ -121,45 +107,99 @@ class StreamChannel {
       tell_engine = !producer_done_;
       consumer_done_ = true;
       chunks_.clear();
-      listener_.reset();
+      under_lock();
     }
     ready_.notify_all();
     if (tell_engine) mailbox_->post({EngineCommand::Kind::stream_closed, id_, {}, {}, {}});
   }
 
- private:
+ protected:
   const RequestId id_;
   const std::size_t capacity_;
   std::shared_ptr<EngineMailbox> mailbox_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   ChunkRing chunks_;
-  // Shared so push() can call it outside the lock while close() drops it.
-  std::shared_ptr<const std::function<void()>> listener_;
   bool producer_done_ = false;   // final chunk pushed
   bool consumer_done_ = false;   // final chunk taken, or closed
   bool consumer_closed_ = false;
+};
+
+/// A StreamChannel with the engine's notifier. A stateless notifier is not
+/// stored: notify() wakes the readers and calls N{} without taking the lock.
+template <StreamNotifier N>
+class NotifyingChannel final : public StreamChannel {
+ public:
+  using StreamChannel::StreamChannel;
+
+  /// Wakes a blocked next() and calls the consumer's notifier, outside the lock.
+  void notify() {
+    if constexpr (std::is_empty_v<N>) {
+      ready_.notify_all();
+      N{}.notify();
+    } else {
+      std::shared_ptr<const N> notifier;
+      {
+        std::lock_guard lock(mutex_);
+        notifier = notifier_;
+      }
+      ready_.notify_all();
+      if (notifier) notifier->notify();
+    }
+  }
+
+  /// Sets the consumer's notifier (calls it at once if chunks are waiting).
+  void set_notifier(N notifier) {
+    if constexpr (std::is_empty_v<N>) {
+      (void)notifier;
+    } else {
+      auto shared = std::make_shared<const N>(std::move(notifier));
+      bool call_now = false;
+      {
+        std::lock_guard lock(mutex_);
+        if (consumer_closed_) return;
+        notifier_ = shared;
+        call_now = !chunks_.empty();
+      }
+      if (call_now) shared->notify();
+    }
+  }
+
+  void close() {
+    StreamChannel::close([this] {
+      if constexpr (!std::is_empty_v<N>) notifier_.reset();
+    });
+  }
+
+ private:
+  struct Nothing {};
+  // Shared so notify() can call it outside the lock while close() drops it.
+  [[no_unique_address]] std::conditional_t<std::is_empty_v<N>, Nothing, std::shared_ptr<const N>> notifier_;
 };
 
 }  // namespace detail
 
 /// Move-only handle to a streamed request. Reading is thread-safe with
 /// respect to the engine; one consumer thread per stream.
-class ResponseStream {
+template <StreamNotifier Notifier>
+class BasicResponseStream {
  public:
-  ResponseStream() = default;
-  explicit ResponseStream(std::shared_ptr<detail::StreamChannel> channel) : channel_(std::move(channel)) {}
-  ResponseStream(ResponseStream&&) noexcept = default;
-  ResponseStream& operator=(ResponseStream&& other) noexcept {
+  using notifier_type = Notifier;
+  using channel_type = detail::NotifyingChannel<Notifier>;
+
+  BasicResponseStream() = default;
+  explicit BasicResponseStream(std::shared_ptr<channel_type> channel) : channel_(std::move(channel)) {}
+  BasicResponseStream(BasicResponseStream&&) noexcept = default;
+  BasicResponseStream& operator=(BasicResponseStream&& other) noexcept {
     if (this != &other) {
       close();
       channel_ = std::move(other.channel_);
     }
     return *this;
   }
-  ResponseStream(const ResponseStream&) = delete;
-  ResponseStream& operator=(const ResponseStream&) = delete;
-  ~ResponseStream() { close(); }
+  BasicResponseStream(const BasicResponseStream&) = delete;
+  BasicResponseStream& operator=(const BasicResponseStream&) = delete;
+  ~BasicResponseStream() { close(); }
 
   RequestId id() const noexcept { return channel_ ? channel_->id() : 0; }
 
@@ -174,14 +214,16 @@ class ResponseStream {
   bool wait_for(std::chrono::duration<Rep, Period> timeout) {
     return !channel_ || channel_->wait_for(timeout);
   }
-  /// Calls `listener` each time a chunk arrives, on the thread that produced
-  /// it (the engine's stepping thread), outside every lock; at once if chunks
-  /// are already waiting. For asynchronous consumers (a server on an event
-  /// loop): keep it short — post a wake-up to your own executor and read with
-  /// try_next() there. It may run once more after close() returns, so it must
-  /// not own the consumer (capture a weak_ptr). Replaces any earlier listener.
-  void on_ready(std::function<void()> listener) {
-    if (channel_) channel_->set_listener(std::move(listener));
+  /// Sets the notifier the engine calls once per step in which this stream
+  /// got chunks, on the stepping thread, outside every lock; at once if
+  /// chunks are already waiting. With the default CallbackNotifier it is any
+  /// callable. For asynchronous consumers (a server on an event loop): keep
+  /// it short — post a wake-up to your own executor and read with try_next()
+  /// there. It may run once more after close() returns, so it must not own
+  /// the consumer (capture a weak_ptr). Replaces any earlier notifier; a
+  /// stateless notifier type needs none (the engine calls it for every stream).
+  void on_ready(Notifier notifier) {
+    if (channel_) channel_->set_notifier(std::move(notifier));
   }
   /// The final chunk has been read (or the stream closed).
   bool done() const { return !channel_ || channel_->done(); }
@@ -191,7 +233,10 @@ class ResponseStream {
   }
 
  private:
-  std::shared_ptr<detail::StreamChannel> channel_;
+  std::shared_ptr<channel_type> channel_;
 };
+
+/// The stream of the default engine (CallbackNotifier).
+using ResponseStream = BasicResponseStream<CallbackNotifier>;
 
 }  // namespace izwi

@@ -36,6 +36,10 @@ class IncrementalDetokenizer {
   /// End of the stream: held bytes of an unfinished sequence, as U+FFFD.
   std::string_view flush();
 
+  /// The bytes `id` stands for, alone (possibly part of a UTF-8 sequence):
+  /// what logprobs report for it. Stateless; empty for an unknown id.
+  std::string_view token_bytes(TokenId id) const noexcept { return tokenizer_->token_bytes(id); }
+
   /// Bytes held back waiting for the rest of a UTF-8 sequence (0 to 3).
   std::size_t pending_bytes() const noexcept { return assembler_.pending_bytes(); }
 
@@ -59,6 +63,9 @@ class ModelDetokenizer {
   std::string_view append(TokenId id) { return inner_ ? inner_->append(id) : std::string_view{}; }
   /// End of the request: bytes of an unfinished character, as U+FFFD.
   std::string_view flush() { return inner_ ? inner_->flush() : std::string_view{}; }
+  std::string_view token_bytes(TokenId id) const noexcept {
+    return inner_ ? inner_->token_bytes(id) : std::string_view{};
+  }
 
  private:
   std::optional<IncrementalDetokenizer> inner_;

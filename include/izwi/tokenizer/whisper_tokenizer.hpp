@@ -137,6 +137,10 @@ class WhisperDetokenizer {
   explicit WhisperDetokenizer(const WhisperTokenizer* tokenizer) noexcept : tokenizer_(tokenizer) {}
   std::string_view append(TokenId id) { return assembler_.push(tokenizer_ ? tokenizer_->text_bytes(id) : std::string_view{}); }
   std::string_view flush() { return assembler_.flush(); }
+  // No token_bytes(): Whisper's windows ask for logprobs on every token (the
+  // decoder's own fallback and beam decisions), so spelling them in the
+  // engine would charge every token; the transcription route spells only
+  // what include[]=logprobs renders.
 
  private:
   const WhisperTokenizer* tokenizer_ = nullptr;

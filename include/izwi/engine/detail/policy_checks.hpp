@@ -10,6 +10,7 @@
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/concepts/memory_space.hpp"
 #include "izwi/concepts/scheduler.hpp"
+#include "izwi/concepts/stream_notifier.hpp"
 #include "izwi/concepts/tags.hpp"
 
 namespace izwi::detail {
@@ -101,14 +102,31 @@ constexpr bool check_executor_policy() {
 /// True when the three policies fit together; otherwise exactly one
 /// static_assert names the first problem (the KV cache is checked first,
 /// since the other two are checked against it).
-template <class S, class K, class E>
+template <class N>
+constexpr bool check_notifier_policy() {
+  namespace r = requirements;
+  if constexpr (!opts_into<N, stream_notifier_tag>)
+    static_assert(always_false<N>, "izwi::Engine: the stream notifier does not opt into izwi::stream_notifier_tag "
+                                   "(declare `using policy_category = izwi::stream_notifier_tag;`)");
+  else if constexpr (!r::notifier_notify<N>)
+    static_assert(always_false<N>, "izwi::Engine: the stream notifier lacks `void notify() const`");
+  else if constexpr (!r::notifier_value<N>)
+    static_assert(always_false<N>, "izwi::Engine: the stream notifier must be default-constructible and movable");
+  else
+    return true;
+  return false;
+}
+
+template <class S, class K, class E, class N>
 constexpr bool check_engine_policies() {
   if constexpr (!check_kv_cache_policy<K>())
     return false;
   else if constexpr (!check_executor_policy<E, K>())
     return false;
+  else if constexpr (!check_scheduler_policy<S, K>())
+    return false;
   else
-    return check_scheduler_policy<S, K>();
+    return check_notifier_policy<N>();
 }
 
 }  // namespace izwi::detail

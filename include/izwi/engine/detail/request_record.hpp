@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,6 +49,27 @@ struct detokenizer_of_impl<E> {
 };
 template <class E>
 using detokenizer_of = typename detokenizer_of_impl<E>::type;
+
+/// A detokenizer that can spell one token alone (logprobs' bytes).
+template <class D>
+concept SpellsTokens = requires(const D& d, TokenId id) {
+  { d.token_bytes(id) } -> std::convertible_to<std::string_view>;
+};
+
+/// The logprobs of one sampled token, with the bytes of it and of its top
+/// alternatives when the detokenizer can spell them.
+template <class Detokenizer>
+TokenLogprobs spelled_logprobs(const Detokenizer& detokenizer, TokenId token, float logprob,
+                               std::span<const TokenLogprob> top) {
+  TokenLogprobs out{token, logprob, {top.begin(), top.end()}, {}, {}};
+  if constexpr (SpellsTokens<Detokenizer>) {
+    // Converted inside each full expression: token_bytes may return a temporary string.
+    out.bytes.assign(std::string_view(detokenizer.token_bytes(token)));
+    out.top_bytes.reserve(top.size());
+    for (const TokenLogprob& alt : top) out.top_bytes.emplace_back(std::string_view(detokenizer.token_bytes(alt.token)));
+  }
+  return out;
+}
 
 /// Where a blocking generate() waits for its output.
 class CompletionSlot {

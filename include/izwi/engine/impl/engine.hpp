@@ -8,11 +8,12 @@
 
 #include "izwi/core/error.hpp"
 #include "izwi/core/hash.hpp"
+#include "izwi/core/prompt_checks.hpp"
 
 namespace izwi {
 
-template <class S, class K, class E>
-Engine<S, K, E>::Engine(S scheduler, K kv_cache, E executor, EngineConfig config)
+template <class S, class K, class E, class N>
+Engine<S, K, E, N>::Engine(S scheduler, K kv_cache, E executor, EngineConfig config)
     : scheduler_(std::move(scheduler)),
       kv_cache_(std::move(kv_cache)),
       executor_(std::move(executor)),
@@ -35,8 +36,8 @@ Engine<S, K, E>::Engine(S scheduler, K kv_cache, E executor, EngineConfig config
   refresh_gauges();
 }
 
-template <class S, class K, class E>
-Engine<S, K, E>::~Engine() {
+template <class S, class K, class E, class N>
+Engine<S, K, E, N>::~Engine() {
   stop();
   mailbox_->close();
   std::lock_guard lock(step_mutex_);
@@ -50,26 +51,17 @@ Engine<S, K, E>::~Engine() {
 
 // --- submission (any thread) -------------------------------------------------
 
-template <class S, class K, class E>
-void Engine<S, K, E>::validate(Request& request) const {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::validate(Request& request) const {
   request.sampling.validate();
-  if (request.prompt_tokens.empty())
-    throw invalid_argument("prompt_tokens", "the prompt must contain at least one token");
-  if (max_model_len_ != 0 && request.prompt_tokens.size() >= max_model_len_)
-    throw invalid_argument("prompt_tokens", "the prompt is " + std::to_string(request.prompt_tokens.size()) +
-                                                " tokens; the model's context is " + std::to_string(max_model_len_) +
-                                                " tokens and at least one must remain for the output");
+  // The one prompt check (core/prompt_checks.hpp), here at the API edge, so
+  // no id past the embedding table reaches a forward pass.
+  std::size_t vocab = 0;
   if constexpr (requires(const E& e) {
                   { e.vocab_size() } -> std::convertible_to<std::size_t>;
-                }) {
-    // Checked here, at the API edge, so no id past the embedding table reaches a forward pass.
-    const std::size_t vocab = executor_.vocab_size();
-    for (TokenId t : request.prompt_tokens)
-      if (t < 0 || static_cast<std::size_t>(t) >= vocab)
-        throw invalid_argument("prompt_tokens", "token id " + std::to_string(t) +
-                                                    " is outside the model's vocabulary (ids 0 to " +
-                                                    std::to_string(vocab - 1) + ")");
-  }
+                })
+    vocab = executor_.vocab_size();
+  check_prompt_tokens(request.prompt_tokens, vocab, max_model_len_);
   if (!request.sampling.stop.empty() && !HasDetokenizer<E>)
     throw invalid_argument("stop", "stop strings need an executor that detokenizes, and this one does not");
   if (request.audio && request.audio->placeholder_offset + std::size_t{request.audio->placeholder_length} >
@@ -77,8 +69,8 @@ void Engine<S, K, E>::validate(Request& request) const {
     throw invalid_argument("audio", "the audio placeholder range lies beyond the prompt");
 }
 
-template <class S, class K, class E>
-RequestId Engine<S, K, E>::submit(Request request, std::shared_ptr<detail::StreamChannel> stream,
+template <class S, class K, class E, class N>
+RequestId Engine<S, K, E, N>::submit(Request request, std::shared_ptr<detail::StreamChannel> stream,
                                   std::shared_ptr<detail::CompletionSlot> waiter) {
   validate(request);
   if (config_.max_waiting_requests != 0 && num_pending() >= config_.max_waiting_requests)
@@ -113,22 +105,22 @@ RequestId Engine<S, K, E>::submit(Request request, std::shared_ptr<detail::Strea
   return id;
 }
 
-template <class S, class K, class E>
-RequestId Engine<S, K, E>::add_request(Request request) {
+template <class S, class K, class E, class N>
+RequestId Engine<S, K, E, N>::add_request(Request request) {
   return submit(std::move(request), nullptr, nullptr);
 }
 
-template <class S, class K, class E>
-ResponseStream Engine<S, K, E>::generate_streaming(Request request) {
+template <class S, class K, class E, class N>
+typename Engine<S, K, E, N>::stream_type Engine<S, K, E, N>::generate_streaming(Request request) {
   // The channel needs the id before the request is queued, so assign it here.
   if (request.id == 0) request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  auto channel = std::make_shared<detail::StreamChannel>(request.id, config_.stream_capacity, mailbox_);
+  auto channel = std::make_shared<detail::NotifyingChannel<N>>(request.id, config_.stream_capacity, mailbox_);
   submit(std::move(request), channel, nullptr);
-  return ResponseStream(std::move(channel));
+  return stream_type(std::move(channel));
 }
 
-template <class S, class K, class E>
-RequestOutput Engine<S, K, E>::generate(Request request) {
+template <class S, class K, class E, class N>
+RequestOutput Engine<S, K, E, N>::generate(Request request) {
   auto waiter = std::make_shared<detail::CompletionSlot>();
   submit(std::move(request), nullptr, waiter);
   while (!waiter->ready()) {
@@ -138,8 +130,8 @@ RequestOutput Engine<S, K, E>::generate(Request request) {
   return waiter->wait();
 }
 
-template <class S, class K, class E>
-bool Engine<S, K, E>::abort(RequestId id) {
+template <class S, class K, class E, class N>
+bool Engine<S, K, E, N>::abort(RequestId id) {
   {
     std::lock_guard lock(live_mutex_);
     if (!live_ids_.contains(id)) return false;
@@ -148,8 +140,8 @@ bool Engine<S, K, E>::abort(RequestId id) {
   return true;
 }
 
-template <class S, class K, class E>
-std::size_t Engine<S, K, E>::abort_all() {
+template <class S, class K, class E, class N>
+std::size_t Engine<S, K, E, N>::abort_all() {
   std::vector<RequestId> ids;
   {
     std::lock_guard lock(live_mutex_);
@@ -159,27 +151,27 @@ std::size_t Engine<S, K, E>::abort_all() {
   return ids.size();
 }
 
-template <class S, class K, class E>
-bool Engine<S, K, E>::has_unfinished_requests() const {
+template <class S, class K, class E, class N>
+bool Engine<S, K, E, N>::has_unfinished_requests() const {
   std::lock_guard lock(live_mutex_);
   return !live_ids_.empty();
 }
 
-template <class S, class K, class E>
-std::size_t Engine<S, K, E>::num_pending() const noexcept {
+template <class S, class K, class E, class N>
+std::size_t Engine<S, K, E, N>::num_pending() const noexcept {
   return num_queued_.load(std::memory_order_relaxed) + num_waiting_.load(std::memory_order_relaxed);
 }
 
-template <class S, class K, class E>
-EngineMetrics Engine<S, K, E>::metrics() const {
+template <class S, class K, class E, class N>
+EngineMetrics Engine<S, K, E, N>::metrics() const {
   std::lock_guard lock(metrics_mutex_);
   return metrics_;
 }
 
 // --- the background loop ---------------------------------------------------------
 
-template <class S, class K, class E>
-void Engine<S, K, E>::run() {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::run() {
   if (loop_running_.exchange(true)) return;
   stop_requested_.store(false);
   loop_thread_ = std::thread([this] {
@@ -197,8 +189,8 @@ void Engine<S, K, E>::run() {
   });
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::stop() {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::stop() {
   if (!loop_running_.load()) return;
   stop_requested_.store(true, std::memory_order_release);
   mailbox_->notify();
@@ -208,14 +200,14 @@ void Engine<S, K, E>::stop() {
 
 // --- one step (under step_mutex_) ---------------------------------------------------
 
-template <class S, class K, class E>
-std::span<const StreamChunk> Engine<S, K, E>::step() {
+template <class S, class K, class E, class N>
+std::span<const StreamChunk> Engine<S, K, E, N>::step() {
   std::lock_guard lock(step_mutex_);
   return step_locked();
 }
 
-template <class S, class K, class E>
-std::span<const StreamChunk> Engine<S, K, E>::step_locked() {
+template <class S, class K, class E, class N>
+std::span<const StreamChunk> Engine<S, K, E, N>::step_locked() {
   polled_chunks_.clear();
   last_plan_tokens_ = 0;
   plan_ids_.clear();
@@ -234,15 +226,17 @@ std::span<const StreamChunk> Engine<S, K, E>::step_locked() {
 }
 
 /// Wakes the consumers of every stream that got chunks this step, once each
-/// step and outside every engine lock (a listener posts to an I/O strand).
-template <class S, class K, class E>
-void Engine<S, K, E>::notify_streams() {
-  for (const auto& channel : streams_to_notify_) channel->notify();
+/// step and outside every engine lock (the server's notifier posts to an I/O
+/// strand). A direct call of the Notifier policy: every channel this engine
+/// made is a NotifyingChannel<N> (generate_streaming).
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::notify_streams() {
+  for (const auto& channel : streams_to_notify_) static_cast<detail::NotifyingChannel<N>&>(*channel).notify();
   streams_to_notify_.clear();
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::step_body() {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::step_body() {
   apply_commands();
 
   const StepPlan& plan = scheduler_.schedule(kv_cache_);
@@ -280,8 +274,8 @@ void Engine<S, K, E>::step_body() {
 /// alone so only the ones that throw again fail. Re-running is safe: a
 /// sequence writes the same K/V to the same slots, and its generator is
 /// restored to where it was before the batch.
-template <class S, class K, class E>
-void Engine<S, K, E>::execute_isolating_faults(const StepPlan& plan) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::execute_isolating_faults(const StepPlan& plan) {
   rng_snapshot_.clear();
   for (const ScheduledSequence& seq : plan.sequences)
     if (seq.rng) rng_snapshot_.push_back(*seq.rng);
@@ -316,8 +310,8 @@ void Engine<S, K, E>::execute_isolating_faults(const StepPlan& plan) {
   for (const ScheduledSequence& seq : plan.sequences) execute_alone(seq, plan);
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::restore_generators(const StepPlan& plan) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::restore_generators(const StepPlan& plan) {
   std::size_t next_snapshot = 0;
   for (const ScheduledSequence& seq : plan.sequences)
     if (seq.rng) *seq.rng = rng_snapshot_[next_snapshot++];
@@ -330,8 +324,8 @@ void Engine<S, K, E>::restore_generators(const StepPlan& plan) {
 /// the newest go first, and a sequence that hit a prefix block another one
 /// registered in this plan (and writes in this pass) goes before that one.
 /// The first sequence alone not fitting fails with the device's message.
-template <class S, class K, class E>
-void Engine<S, K, E>::execute_preempting_newest(const StepPlan& plan, std::string what) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::execute_preempting_newest(const StepPlan& plan, std::string what) {
   const std::size_t n = plan.sequences.size();
   std::size_t keep = n;
   bool ran = false;
@@ -377,8 +371,8 @@ void Engine<S, K, E>::execute_preempting_newest(const StepPlan& plan, std::strin
   }
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::execute_alone(const ScheduledSequence& seq, const StepPlan& plan) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::execute_alone(const ScheduledSequence& seq, const StepPlan& plan) {
   single_plan_.clear();
   single_result_.clear();
   ScheduledSequence alone = seq;
@@ -414,8 +408,8 @@ void Engine<S, K, E>::execute_alone(const ScheduledSequence& seq, const StepPlan
 /// An exception outside the forward pass (scheduling, output processing):
 /// the requests of the step's plan fail, or every request when no plan was
 /// made (the scheduler itself threw, so no request's state can be trusted).
-template <class S, class K, class E>
-void Engine<S, K, E>::recover_from_fault(std::string_view what) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::recover_from_fault(std::string_view what) {
   {
     std::lock_guard lock(metrics_mutex_);
     ++metrics_.num_engine_faults;
@@ -443,8 +437,8 @@ void Engine<S, K, E>::recover_from_fault(std::string_view what) {
 
 /// A request whose admission threw (an allocation failure): it ends with
 /// FinishReason::error at once, so its client is answered and its id freed.
-template <class S, class K, class E>
-void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::reject_admission(detail::EngineCommand& command, std::string_view what, TimePoint now) {
   {
     std::lock_guard lock(metrics_mutex_);
     ++metrics_.num_engine_faults;
@@ -472,10 +466,12 @@ void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::stri
     chunk.id = command.id;
     chunk.finish_reason = FinishReason::error;
     chunk.error = message;
-    if (command.stream)
-      command.stream->push(std::move(chunk));
-    else
+    if (command.stream) {
+      command.stream->push_quietly(std::move(chunk));
+      streams_to_notify_.push_back(command.stream);  // notified after the step, as every stream
+    } else {
       polled_chunks_.push_back(std::move(chunk));
+    }
   }
   std::lock_guard lock(live_mutex_);
   live_ids_.erase(command.id);
@@ -483,8 +479,8 @@ void Engine<S, K, E>::reject_admission(detail::EngineCommand& command, std::stri
 
 /// Ends a request with FinishReason::error and `message` (its last chunk
 /// carries the message; the log gets it too).
-template <class S, class K, class E>
-void Engine<S, K, E>::fail_request(RequestId id, std::string message, TimePoint now) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::fail_request(RequestId id, std::string message, TimePoint now) {
   auto it = records_.find(id);
   if (it == records_.end() || it->second.finished) return;
   log_error("request " + std::to_string(id) + " failed: " + message);
@@ -496,15 +492,15 @@ void Engine<S, K, E>::fail_request(RequestId id, std::string message, TimePoint 
   end_request(id, FinishReason::error, now);
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::log_error(std::string_view message) const {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::log_error(std::string_view message) const {
   if (!config_.log_errors) return;
   const std::string line = "izwi engine '" + config_.model_name + "': " + std::string(message) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::apply_commands() {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::apply_commands() {
   mailbox_->take(commands_);
   const TimePoint now = Clock::now();
   for (detail::EngineCommand& command : commands_) {
@@ -534,8 +530,8 @@ void Engine<S, K, E>::apply_commands() {
   commands_.clear();
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::admit(detail::EngineCommand& command) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::admit(detail::EngineCommand& command) {
   Request& request = command.request;
   Record record;
   record.id = request.id;
@@ -560,8 +556,8 @@ void Engine<S, K, E>::admit(detail::EngineCommand& command) {
   scheduler_.add(std::move(request));
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::process_outputs(const StepPlan& plan, TimePoint now) {
   (void)plan;
   detail::StepMetrics& m = step_metrics_;  // published with the gauges, at the end of the step
   finished_this_step_.clear();
@@ -583,8 +579,8 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
 
     r.output_tokens.push_back(out.token);
     if (r.sampling.logprobs) {
-      const auto top = result_.top_logprobs_of(out);
-      r.logprobs.push_back({out.token, out.logprob, {top.begin(), top.end()}});
+      r.logprobs.push_back(
+          detail::spelled_logprobs(r.detokenizer, out.token, out.logprob, result_.top_logprobs_of(out)));
     }
     if (out.audio_count > 0) {
       if (r.audio.empty()) {
@@ -614,8 +610,8 @@ void Engine<S, K, E>::process_outputs(const StepPlan& plan, TimePoint now) {
 // Stop conditions, in vLLM's order: nothing stops before min_tokens except
 // the length limits; EOS and stop ids end without adding text. Otherwise the
 // token's text is appended and searched for the stop strings.
-template <class S, class K, class E>
-std::optional<FinishReason> Engine<S, K, E>::append_and_check_stop(Record& r, TokenId token) {
+template <class S, class K, class E, class N>
+std::optional<FinishReason> Engine<S, K, E, N>::append_and_check_stop(Record& r, TokenId token) {
   const std::size_t n = r.output_tokens.size();
   const bool may_stop = n >= r.sampling.min_tokens;
   const bool is_eos = !r.sampling.ignore_eos &&
@@ -649,8 +645,8 @@ std::optional<FinishReason> Engine<S, K, E>::append_and_check_stop(Record& r, To
   return std::nullopt;
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::deliver(Record& r, StreamChunk&& chunk) {
   if (r.stream) {
     r.stream->push_quietly(std::move(chunk));
     if (streams_to_notify_.empty() || streams_to_notify_.back() != r.stream) streams_to_notify_.push_back(r.stream);
@@ -667,8 +663,8 @@ void Engine<S, K, E>::deliver(Record& r, StreamChunk&& chunk) {
 /// Marks a record finished and delivers its final chunk or output; its
 /// metrics go to this step's StepMetrics. The scheduler and the record table
 /// are updated by the caller.
-template <class S, class K, class E>
-void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint now) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::finish_record(Record& r, FinishReason reason, TimePoint now) {
   // Bytes of a character the last token left unfinished come out as U+FFFD,
   // as a full decode of the same ids would; after a stop string they lie
   // beyond the cut and are dropped with the rest.
@@ -701,15 +697,15 @@ void Engine<S, K, E>::finish_record(Record& r, FinishReason reason, TimePoint no
 
 /// The scheduler drops the request and frees its blocks; an executor that
 /// keeps state of its own for it drops that too.
-template <class S, class K, class E>
-void Engine<S, K, E>::finish_in_scheduler(RequestId id, FinishReason reason) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::finish_in_scheduler(RequestId id, FinishReason reason) {
   scheduler_.finish(id, reason, kv_cache_);
   if constexpr (HasRequestRelease<E>) executor_.release(id);
 }
 
 /// Ends a request from outside the output path (abort, scheduler failure).
-template <class S, class K, class E>
-void Engine<S, K, E>::end_request(RequestId id, FinishReason reason, TimePoint now) {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::end_request(RequestId id, FinishReason reason, TimePoint now) {
   finish_in_scheduler(id, reason);
   auto it = records_.find(id);
   if (it == records_.end()) return;
@@ -717,8 +713,8 @@ void Engine<S, K, E>::end_request(RequestId id, FinishReason reason, TimePoint n
   records_.erase(it);
 }
 
-template <class S, class K, class E>
-void Engine<S, K, E>::refresh_gauges() {
+template <class S, class K, class E, class N>
+void Engine<S, K, E, N>::refresh_gauges() {
   const std::size_t waiting = scheduler_.num_waiting();
   const std::size_t running = scheduler_.num_running();
   num_waiting_.store(waiting, std::memory_order_relaxed);

@@ -62,16 +62,14 @@ inline std::vector<TokenId> encode_chat_as_text(const AnyEngine& engine,
 }
 
 /// The 400 that vLLM answers when prompt plus requested output exceed the
-/// model's context, naming both lengths.
-inline void check_prompt_length(std::size_t prompt_tokens, std::optional<std::uint32_t> max_tokens,
-                                std::size_t max_model_len, const char* param) {
-  if (prompt_tokens == 0) throw ApiError::bad_request("The prompt is empty.", std::string(param));
-  if (max_model_len == 0) return;
-  if (prompt_tokens >= max_model_len)
-    throw ApiError::bad_request("This model's maximum context length is " + std::to_string(max_model_len) +
-                                    " tokens. However, your request has " + std::to_string(prompt_tokens) +
-                                    " input tokens. Please reduce the length of the input.",
-                                std::string(param));
+/// model's context, naming both lengths. An empty prompt, ids outside the
+/// vocabulary and a prompt that fills the context alone are the engine's to
+/// refuse (izwi::check_prompt_tokens, run by submit), in vLLM's words too;
+/// this check, which the engine does not make (it caps max_tokens instead),
+/// leaves those to it.
+inline void check_output_fits(std::size_t prompt_tokens, std::optional<std::uint32_t> max_tokens,
+                              std::size_t max_model_len) {
+  if (max_model_len == 0 || prompt_tokens == 0 || prompt_tokens >= max_model_len) return;
   if (max_tokens && prompt_tokens + *max_tokens > max_model_len)
     throw ApiError::bad_request(
         "This model's maximum context length is " + std::to_string(max_model_len) +
@@ -159,14 +157,17 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
     if (finished_) finish();
   }
 
-  std::vector<openai::PositionLogprobs> positions(const StreamChunk& chunk) const {
+  std::vector<openai::PositionLogprobs> positions(StreamChunk& chunk) const {
     std::vector<openai::PositionLogprobs> out;
     if (!want_logprobs_) return out;
     out.reserve(chunk.logprobs.size());
-    for (const TokenLogprobs& lp : chunk.logprobs) {
+    for (TokenLogprobs& lp : chunk.logprobs) {
       openai::PositionLogprobs p;
-      p.sampled = {engine_->token_bytes(lp.token), lp.logprob};
-      for (const auto& alt : lp.top) p.top.push_back({engine_->token_bytes(alt.token), alt.logprob});
+      // The engine spelled the tokens (TokenLogprobs::bytes): no call back into it per token.
+      p.sampled = {std::move(lp.bytes), lp.logprob};
+      p.top.reserve(lp.top.size());
+      for (std::size_t i = 0; i < lp.top.size(); ++i)
+        p.top.push_back({i < lp.top_bytes.size() ? std::move(lp.top_bytes[i]) : std::string(), lp.top[i].logprob});
       out.push_back(std::move(p));
     }
     return out;
@@ -313,8 +314,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& bod
     request.prompt_tokens = detail::encode_chat_as_text(*engine, parsed.messages, parsed.template_options());
   else
     request.prompt_tokens = engine->encode(prompt);
-  detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
-                              "messages");
+  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len);
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
   detail::PreparedGeneration out;
@@ -323,7 +323,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& bod
   out.include_usage = parsed.include_usage;
   out.logprobs = parsed.logprobs;
   out.prompt_tokens = request.prompt_tokens.size();
-  out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), "messages");
   out.engine = std::move(engine);
   return out;
 }
@@ -339,16 +339,9 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_completion(const std::strin
                                 ? engine->encode_as_text(*text)
                                 : engine->encode(*text);
   } else {
-    request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);
-    const std::size_t vocab = engine->vocab_size();
-    for (const TokenId t : request.prompt_tokens)
-      if (t < 0 || static_cast<std::size_t>(t) >= vocab)
-        throw ApiError::bad_request("Token id " + std::to_string(t) + " is out of vocabulary (size " +
-                                        std::to_string(vocab) + ").",
-                                    "prompt");
+    request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);  // ids checked by the engine
   }
-  detail::check_prompt_length(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
-                              "prompt");
+  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len);
   detail::PreparedGeneration out;
   out.kind = detail::GenerationJob::Kind::completion;
   out.streaming = parsed.stream;
@@ -357,7 +350,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_completion(const std::strin
   out.prompt_tokens = request.prompt_tokens.size();
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
-  out.stream = detail::submit_or_explain(*engine, std::move(request), draining());
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), "prompt");
   out.engine = std::move(engine);
   return out;
 }

@@ -72,9 +72,15 @@ namespace detail {
 
 /// Submits to the engine; a full queue or a draining engine becomes the
 /// OpenAI answer (429 or 503). Shared by the chat, transcription and speech routes.
-inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool server_draining) {
+inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool server_draining,
+                                        const char* prompt_param = nullptr) {
   try {
     return engine.submit(std::move(request));
+  } catch (const izwi::invalid_argument& error) {
+    // The engine checks the prompt (izwi::check_prompt_tokens); the client
+    // knows it by the endpoint's own name ("messages", "prompt").
+    if (prompt_param && error.field() == "prompt_tokens") throw ApiError::bad_request(error.what(), prompt_param);
+    throw;
   } catch (const izwi::unavailable& error) {
     if (server_draining || engine.status().draining)
       throw ApiError::unavailable("The model is shutting down; try again later.");
