@@ -5,9 +5,10 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
+
+#include "models/made_once.hpp"
 
 namespace izwi::testing {
 
@@ -30,13 +31,11 @@ inline bool have_qwen3_tokenizer() {
 /// hidden 256, 4 layers, 4 query / 2 KV heads, head_dim 64, the real 151936
 /// vocabulary, untied lm_head, f32 weights (DESIGN §6: compare in f32).
 inline std::filesystem::path random_qwen3() {
-  const std::filesystem::path dir = std::filesystem::current_path() / "random-qwen3-f32";
-  if (!std::filesystem::exists(dir / "model.gguf")) {
-    const std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + dir.string() + " --tokenizer " +
-                                qwen3_tokenizer_json().string() + " --seed 7 --logit-scale 1.0 --untied > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
-  }
-  return dir;
+  return made_once(std::filesystem::current_path() / "random-qwen3-f32", "model.gguf",
+                   [](const std::filesystem::path& out) {
+                     return std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + out.string() + " --tokenizer " +
+                            qwen3_tokenizer_json().string() + " --seed 7 --logit-scale 1.0 --untied";
+                   });
 }
 
 }  // namespace izwi::testing

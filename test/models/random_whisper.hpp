@@ -16,14 +16,12 @@
 #include <vector>
 #include <filesystem>
 #include <string>
-#include <system_error>
-
-#include <unistd.h>
 
 #include "relative_difference.hpp"
 #include "izwi/audio/decode.hpp"
 #include "izwi/audio/mel.hpp"
 #include "izwi/models/whisper.hpp"
+#include "models/made_once.hpp"
 
 namespace izwi::testing {
 
@@ -42,22 +40,13 @@ inline bool have_whisper_fixtures() {
 }
 
 inline std::filesystem::path random_whisper() {
-  const std::filesystem::path dir = std::filesystem::current_path() / "random-whisper-tiny";
-  if (!std::filesystem::exists(dir / "ggml-model-q8_0.bin")) {
-    // Written beside and renamed into place, so that test processes started
-    // together (ctest -j) never read a half-written model.
-    const auto staging = dir.string() + ".staging-" + std::to_string(::getpid());
-    const std::string command = std::string(IZWI_MAKE_RANDOM_WHISPER) + " --out " + staging + " --vocab-from " +
-                                (whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin").string() +
-                                " --tiktoken " + (whisper_fixtures() / "whisper/multilingual.tiktoken").string() +
-                                " --seed 7 --ggml-type f16,q8_0 > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
-    std::error_code error;
-    std::filesystem::rename(staging, dir, error);  // fails when another process got there first
-    std::filesystem::remove_all(staging, error);
-    REQUIRE(std::filesystem::exists(dir / "ggml-model-q8_0.bin"));
-  }
-  return dir;
+  return made_once(std::filesystem::current_path() / "random-whisper-tiny", "ggml-model-q8_0.bin",
+                   [](const std::filesystem::path& out) {
+                     return std::string(IZWI_MAKE_RANDOM_WHISPER) + " --out " + out.string() + " --vocab-from " +
+                            (whisper_fixtures() / "whisper/for-tests-ggml-tiny.bin").string() + " --tiktoken " +
+                            (whisper_fixtures() / "whisper/multilingual.tiktoken").string() +
+                            " --seed 7 --ggml-type f16,q8_0";
+                   });
 }
 
 /// 16-kHz mono samples of the 30-s window of fixtures/audio/`file` that starts `offset_seconds` in.

@@ -21,6 +21,7 @@
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
+#include "models/made_once.hpp"
 #include "models/qwen3_engine_properties.hpp"
 #include "models/random_qwen3.hpp"
 #include "opencl/opencl_test_util.hpp"
@@ -117,14 +118,13 @@ Lockstep run_lockstep(CpuQwen3Engine& cpu, OpenClQwen3Engine& gpu, const std::ve
 
 /// The random Qwen3 as a GGUF of `type` weights (f16, bf16, q8_0), made once per build tree.
 std::filesystem::path random_qwen3_gguf(const std::string& type) {
-  const std::filesystem::path dir = std::filesystem::current_path() / ("random-qwen3-" + type);
-  if (!std::filesystem::exists(dir / "model.gguf")) {
-    const std::string command = std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + dir.string() + " --tokenizer " +
-                                testing::qwen3_tokenizer_json().string() +
-                                " --seed 7 --logit-scale 1.0 --untied --gguf-only --gguf-type " + type + " > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
-  }
-  return dir / "model.gguf";
+  return testing::made_once(std::filesystem::current_path() / ("random-qwen3-" + type), "model.gguf",
+                            [&type](const std::filesystem::path& out) {
+                              return std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + out.string() +
+                                     " --tokenizer " + testing::qwen3_tokenizer_json().string() +
+                                     " --seed 7 --logit-scale 1.0 --untied --gguf-only --gguf-type " + type;
+                            }) /
+         "model.gguf";
 }
 
 }  // namespace
