@@ -192,6 +192,44 @@ TEST_CASE("http: the engine's prompt checks reach the client in vLLM's words und
   CHECK(h.wait_idle());
 }
 
+TEST_CASE("http: sampling out of range is refused once, by the engine, under the client's field name",
+          "[server][http]") {
+  FakeEngineOptions options;
+  options.max_model_len = 32;
+  Harness h(test_config(), options);
+  auto refused = [&](const std::string& target, const std::string& body, const std::string& words,
+                     const std::string& param) {
+    INFO(body);
+    const HttpResult r = post(h.port, target, body);
+    CHECK(r.status == 400);
+    if (r.status != 400) return;
+    const std::string message = error_of(r).at("message").as_string().c_str();
+    INFO(message);
+    CHECK(message.find(words) != std::string::npos);
+    CHECK(error_of(r).at("param") == param.c_str());
+  };
+  const std::string chat = R"({"model": "toy", "messages": [{"role": "user", "content": "hi"}])";
+  refused("/v1/chat/completions", chat + R"(, "temperature": -1})", "temperature must be a finite number >= 0",
+          "temperature");
+  refused("/v1/chat/completions", chat + R"(, "top_p": 0})", "top_p must be in (0, 1], got 0", "top_p");
+  refused("/v1/chat/completions", chat + R"(, "top_p": 1.5})", "top_p must be in (0, 1], got 1.5", "top_p");
+  refused("/v1/chat/completions", chat + R"(, "min_p": 2})", "min_p must be in [0, 1]", "min_p");
+  refused("/v1/chat/completions", chat + R"(, "presence_penalty": 3})", "[-2, 2]", "presence_penalty");
+  refused("/v1/chat/completions", chat + R"(, "frequency_penalty": -2.5})", "[-2, 2]", "frequency_penalty");
+  refused("/v1/chat/completions", chat + R"(, "repetition_penalty": 0})", "a finite number > 0",
+          "repetition_penalty");
+  refused("/v1/chat/completions", chat + R"(, "min_tokens": 9, "max_tokens": 3})", "min_tokens must be",
+          "min_tokens");
+  refused("/v1/completions", completion_body(R"("ab")", false, 4).insert(1, R"("top_p": -1, )"), "top_p must be",
+          "top_p");
+  // Prompt plus output beyond the context names the field the client sent.
+  refused("/v1/chat/completions", chat + R"(, "max_completion_tokens": 31})", "However, you requested",
+          "max_completion_tokens");
+  refused("/v1/chat/completions", chat + R"(, "max_tokens": 31})", "However, you requested", "max_tokens");
+  CHECK(post(h.port, "/v1/chat/completions", chat + R"(, "max_tokens": 2, "top_p": 0.5})").status == 200);
+  CHECK(h.wait_idle());
+}
+
 TEST_CASE("http: requests waiting for a preparation thread count against the queue limit", "[server][http][threads]") {
   ServerConfig config = test_config();
   config.prep_threads = 1;

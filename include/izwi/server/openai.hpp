@@ -44,6 +44,19 @@ namespace izwi::server::openai {
 // Requests
 // ---------------------------------------------------------------------------
 
+/// What the client calls the fields the engine checks. Sampling ranges and
+/// the prompt are checked once, by the engine (SamplingParams::validate and
+/// izwi::check_prompt_tokens in Engine::submit), which names its own fields;
+/// the server answers under the client's names ("messages" for the prompt of
+/// a chat, "max_completion_tokens" when the client sent that).
+struct ClientFieldNames {
+  std::string prompt_tokens = "prompt";
+  std::string max_tokens = "max_tokens";
+  std::string logprobs = "logprobs";
+  /// The client's name for the engine's `engine_field`; other fields keep theirs.
+  std::string_view client_name(std::string_view engine_field) const;
+};
+
 /// POST /v1/chat/completions, parsed and checked.
 struct ChatCompletionRequest {
   /// The model asked for; empty when the client left "model" out (vLLM
@@ -52,10 +65,11 @@ struct ChatCompletionRequest {
   /// The conversation, roles normalised: "developer" becomes "system";
   /// content given as an array of text parts is joined with "\n".
   std::vector<tokenizer::ChatMessage> messages;
-  /// Sampling and stopping, validated (SamplingParams::validate). max_tokens
-  /// is max_completion_tokens, else max_tokens, else unset (until EOS or the
-  /// context limit). logprobs is top_logprobs (0 if absent) when the client
-  /// asked for "logprobs": true, unset otherwise.
+  /// Sampling and stopping, type-checked; their ranges are the engine's to
+  /// check (ClientFieldNames). max_tokens is max_completion_tokens, else
+  /// max_tokens, else unset (until EOS or the context limit). logprobs is
+  /// top_logprobs (0 if absent) when the client asked for "logprobs": true,
+  /// unset otherwise.
   SamplingParams sampling = [] {
     SamplingParams p;
     p.max_tokens.reset();
@@ -80,6 +94,8 @@ struct ChatCompletionRequest {
   /// engine schedules by priority (izwi-server --scheduling-policy priority);
   /// ignored under FCFS, as in vLLM.
   std::int32_t priority = 0;
+  /// "messages", the max-tokens field the client sent, "top_logprobs".
+  ClientFieldNames field_names{.prompt_tokens = "messages", .max_tokens = "max_tokens", .logprobs = "top_logprobs"};
   /// Options for AnyEngine::render_chat: add_generation_prompt and enable_thinking.
   tokenizer::ChatTemplateOptions template_options() const;
 };
@@ -89,9 +105,11 @@ struct CompletionRequest {
   std::string model;  ///< as in ChatCompletionRequest
   /// The prompt as text (to encode) or as token ids (used as given).
   std::variant<std::string, std::vector<TokenId>> prompt;
-  /// Validated; max_tokens defaults to 16 as in OpenAI and vLLM.
-  /// sampling.logprobs is the request's integer logprobs (0..5).
+  /// Type-checked, ranges the engine's (as in ChatCompletionRequest);
+  /// max_tokens defaults to 16 as in OpenAI and vLLM. sampling.logprobs is
+  /// the request's integer logprobs (0..5).
   SamplingParams sampling;
+  ClientFieldNames field_names;
   bool stream = false;
   bool include_usage = false;
   std::optional<std::string> user;
@@ -105,14 +123,16 @@ struct CompletionRequest {
 /// JSON ("body"), or not an object.
 boost::json::object parse_json_object(std::string_view body);
 
-/// Parses and validates a chat completion body. Throws ApiError (400) naming
-/// the field: not JSON, not an object, a missing or empty "messages", a
-/// wrong type, an unknown role, a value out of range, invalid UTF-8, n > 1.
+/// Parses a chat completion body. Throws ApiError (400) naming the field:
+/// not JSON, not an object, a missing or empty "messages", a wrong type, an
+/// unknown role, a value outside what the protocol allows (n, stop,
+/// top_logprobs, max_tokens < 1), invalid UTF-8. Sampling ranges are left to
+/// the engine's one check (ClientFieldNames).
 ChatCompletionRequest parse_chat_completion_request(std::string_view body);
 /// The same from an already parsed object.
 ChatCompletionRequest parse_chat_completion_request(const boost::json::object& body);
 
-/// Parses and validates a (legacy) completion body: prompt as a string, an
+/// Parses a (legacy) completion body, as parse_chat_completion_request: prompt as a string, an
 /// array of one string, token ids, or an array holding one token-id array;
 /// echo, suffix, best_of > 1 and n > 1 are refused with 400.
 CompletionRequest parse_completion_request(std::string_view body);

@@ -68,7 +68,7 @@ inline std::vector<TokenId> encode_chat_as_text(const AnyEngine& engine,
 /// this check, which the engine does not make (it caps max_tokens instead),
 /// leaves those to it.
 inline void check_output_fits(std::size_t prompt_tokens, std::optional<std::uint32_t> max_tokens,
-                              std::size_t max_model_len) {
+                              std::size_t max_model_len, std::string_view max_tokens_field) {
   if (max_model_len == 0 || prompt_tokens == 0 || prompt_tokens >= max_model_len) return;
   if (max_tokens && prompt_tokens + *max_tokens > max_model_len)
     throw ApiError::bad_request(
@@ -76,7 +76,7 @@ inline void check_output_fits(std::size_t prompt_tokens, std::optional<std::uint
             " tokens. However, you requested " + std::to_string(prompt_tokens + *max_tokens) + " tokens (" +
             std::to_string(prompt_tokens) + " in the input, " + std::to_string(*max_tokens) +
             " in the completion). Please reduce the length of the input or completion.",
-        "max_tokens");
+        std::string(max_tokens_field));
 }
 
 /// One generation being answered: the engine's stream on one side, the
@@ -314,7 +314,8 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& bod
     request.prompt_tokens = detail::encode_chat_as_text(*engine, parsed.messages, parsed.template_options());
   else
     request.prompt_tokens = engine->encode(prompt);
-  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len);
+  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
+                            parsed.field_names.max_tokens);
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
   detail::PreparedGeneration out;
@@ -323,7 +324,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& bod
   out.include_usage = parsed.include_usage;
   out.logprobs = parsed.logprobs;
   out.prompt_tokens = request.prompt_tokens.size();
-  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), "messages");
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), &parsed.field_names);
   out.engine = std::move(engine);
   return out;
 }
@@ -341,7 +342,8 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_completion(const std::strin
   } else {
     request.prompt_tokens = std::get<std::vector<TokenId>>(parsed.prompt);  // ids checked by the engine
   }
-  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len);
+  detail::check_output_fits(request.prompt_tokens.size(), parsed.sampling.max_tokens, engine->info().max_model_len,
+                            parsed.field_names.max_tokens);
   detail::PreparedGeneration out;
   out.kind = detail::GenerationJob::Kind::completion;
   out.streaming = parsed.stream;
@@ -350,7 +352,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_completion(const std::strin
   out.prompt_tokens = request.prompt_tokens.size();
   request.sampling = std::move(parsed.sampling);
   request.priority = parsed.priority;
-  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), "prompt");
+  out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), &parsed.field_names);
   out.engine = std::move(engine);
   return out;
 }

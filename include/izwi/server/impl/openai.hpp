@@ -116,19 +116,6 @@ void read_common_fields(const boost::json::object& body, Request& request) {
                                                               std::numeric_limits<std::int32_t>::max()));
 }
 
-/// SamplingParams::validate with its field names mapped onto the request's.
-inline void validate_sampling(const SamplingParams& sampling, std::string_view max_tokens_field,
-                              std::string_view logprobs_field) {
-  try {
-    sampling.validate();
-  } catch (const izwi::invalid_argument& e) {
-    std::string field = e.field();
-    if (field == "max_tokens") field = max_tokens_field;
-    else if (field == "logprobs") field = logprobs_field;
-    throw ApiError::bad_request(e.what(), field);
-  }
-}
-
 /// Message content: a string, or an array of {"type": "text", "text"} parts
 /// (joined with "\n", as vLLM joins text parts).
 inline std::string read_content(const boost::json::value& value, const std::string& path) {
@@ -316,10 +303,9 @@ inline ChatCompletionRequest parse_chat_completion_request(const boost::json::ob
 
   read_common_fields(body, request);
   SamplingParams& s = request.sampling;
-  std::string_view max_tokens_field = "max_tokens";
   if (auto* v = find_field(body, "max_completion_tokens")) {
     s.max_tokens = read_u32(*v, "max_completion_tokens", 1);
-    max_tokens_field = "max_completion_tokens";
+    request.field_names.max_tokens = "max_completion_tokens";
   } else if (auto* v = find_field(body, "max_tokens")) {
     s.max_tokens = read_u32(*v, "max_tokens", 1);
   }
@@ -337,7 +323,6 @@ inline ChatCompletionRequest parse_chat_completion_request(const boost::json::ob
     if (auto* t = find_field(kwargs, "enable_thinking"))
       request.enable_thinking = read_bool(*t, "chat_template_kwargs.enable_thinking");
   }
-  validate_sampling(s, max_tokens_field, "top_logprobs");
   return request;
 }
 
@@ -364,8 +349,14 @@ inline CompletionRequest parse_completion_request(const boost::json::object& bod
   if (auto* v = find_field(body, "best_of");
       v && read_integer(*v, "best_of", 1, std::numeric_limits<std::int64_t>::max()) > 1)
     throw_invalid("best_of", "best_of > 1 is not supported yet");
-  validate_sampling(s, "max_tokens", "logprobs");
   return request;
+}
+
+inline std::string_view ClientFieldNames::client_name(std::string_view engine_field) const {
+  if (engine_field == "prompt_tokens") return prompt_tokens;
+  if (engine_field == "max_tokens") return max_tokens;
+  if (engine_field == "logprobs") return logprobs;
+  return engine_field;
 }
 
 inline ApiError bad_request_from(const izwi::invalid_argument& error) {

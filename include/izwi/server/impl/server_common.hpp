@@ -71,15 +71,16 @@ namespace izwi::server {
 namespace detail {
 
 /// Submits to the engine; a full queue or a draining engine becomes the
-/// OpenAI answer (429 or 503). Shared by the chat, transcription and speech routes.
+/// OpenAI answer (429 or 503), a field the engine refuses a 400 under the
+/// client's name for it. Shared by the chat, transcription and speech routes.
 inline ResponseStream submit_or_explain(AnyEngine& engine, Request request, bool server_draining,
-                                        const char* prompt_param = nullptr) {
+                                        const openai::ClientFieldNames* client_fields = nullptr) {
   try {
     return engine.submit(std::move(request));
   } catch (const izwi::invalid_argument& error) {
-    // The engine checks the prompt (izwi::check_prompt_tokens); the client
-    // knows it by the endpoint's own name ("messages", "prompt").
-    if (prompt_param && error.field() == "prompt_tokens") throw ApiError::bad_request(error.what(), prompt_param);
+    // The engine's is the one check of the prompt and the sampling ranges.
+    if (client_fields)
+      throw ApiError::bad_request(error.what(), std::string(client_fields->client_name(error.field())));
     throw;
   } catch (const izwi::unavailable& error) {
     if (server_draining || engine.status().draining)
