@@ -12,7 +12,8 @@ namespace izwi::kernels::cpu {
 
 inline GemmPanels pack_gemm_panels(const WeightMatrix& w) {
   GemmPanels p{w.rows, w.cols, std::vector<float>((w.rows + gemm_panel_columns - 1) / gemm_panel_columns *
-                                                  gemm_panel_columns * w.cols)};
+                                                  gemm_panel_columns * w.cols),
+               {}};
   active_kernels().pack_gemm_panels(w, p.floats.data());
   return p;
 }
