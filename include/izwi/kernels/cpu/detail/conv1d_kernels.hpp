@@ -3,13 +3,13 @@
 // architecture (see simd.hpp); reached through dispatch.hpp.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
-#include "izwi/core/half.hpp"
 
 #include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
@@ -310,7 +310,16 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
 
 // ------------------------------------------- bf16 on AMX (codec GEMM) ----
 
-/// GemmPanelsBf16's tile layout (conv1d.hpp): panel p (output columns
+/// float -> bf16 bits, to nearest even, NaN kept quiet: core/half.hpp's
+/// f32_to_bf16, restated here so the variant objects define no inline
+/// function outside their namespace (check_variant_symbols.cmake).
+inline std::uint16_t round_to_bf16_bits(float value) noexcept {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/// GemmPanels::bf16's tile layout (conv1d.hpp): panel p (output columns
 /// [64p, 64p + 64)) at p · k_blocks · 4 · 512 bf16, its B tile (kb, t) at
 /// (kb · 4 + t) · 512: row q of the tile is the k-pairs (2q, 2q + 1) of
 /// values [32kb, 32kb + 32) of columns 64p + 16t + c, c < 16 (amx::pack_panel's
@@ -327,7 +336,7 @@ inline void pack_gemm_panels_bf16(const WeightMatrix& w, std::uint16_t* panels) 
     std::uint16_t* panel = panels + n / NC * k_blocks * (NC / TR) * TV;
     const std::size_t t = n % NC / TR, c = n % TR;
     for (std::size_t kk = 0; kk < k; ++kk)
-      panel[(kk / TK * (NC / TR) + t) * TV + kk % TK / 2 * TK + 2 * c + kk % 2] = f32_to_bf16(row[kk]);
+      panel[(kk / TK * (NC / TR) + t) * TV + kk % TK / 2 * TK + 2 * c + kk % 2] = round_to_bf16_bits(row[kk]);
   }
 }
 
