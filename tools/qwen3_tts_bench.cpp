@@ -4,7 +4,7 @@
 //
 //   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8]
 //                            [--first-window 2] [--window 8] [--batch-variant]
-//                            [--reference-seconds S]
+//                            [--reference-seconds S] [--codec-precision f32|bf16]
 //   izwi-qwen3-tts-bench --gguf TALKER.gguf --mmproj MMPROJ.gguf [...]   (llama.cpp's pair: the peer's very file)
 //
 // For each stream count S: S speech requests added together to a
@@ -14,6 +14,9 @@
 // time), each stream's mean frames/s, and the mean and worst time to first
 // audio. llama.cpp's llama-tts prints frames/s and its real-time ratio for
 // one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
+// --codec-precision bf16 runs the codec's convolutional decoder on AMX in
+// bf16 where the CPU has it (Qwen3TtsCodecPrecision; f32 elsewhere): the A/B
+// of the codec's precision.
 // --batch-variant runs the executor with batch_invariant off (the
 // row-count-dependent kernels): the A/B of what the batch-invariance
 // guarantee costs. --reference-seconds S (a Base checkpoint with the speech
@@ -39,6 +42,11 @@ using namespace izwi;
 
 namespace {
 
+Qwen3TtsCodecPrecision parse_codec_precision(const std::string& text) {
+  if (const auto precision = parse_qwen3_tts_codec_precision(text)) return *precision;
+  throw std::runtime_error("--codec-precision takes f32 or bf16, not " + text);
+}
+
 std::vector<std::size_t> parse_list(const std::string& text) {
   std::vector<std::size_t> out;
   std::stringstream in(text);
@@ -58,6 +66,7 @@ int main(int argc, char** argv) try {
   std::vector<std::size_t> streams = {1, 4, 8};
   bool batch_invariant = true;
   double reference_seconds = 0;
+  Qwen3TtsLoadOptions load_options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -73,20 +82,25 @@ int main(int argc, char** argv) try {
     else if (a == "--streams") streams = parse_list(next());
     else if (a == "--batch-variant") batch_invariant = false;
     else if (a == "--reference-seconds") reference_seconds = std::stod(next());
+    else if (a == "--codec-precision") load_options.codec_precision = parse_codec_precision(next());
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
   if ((dir.empty() == talker_gguf.empty()) || talker_gguf.empty() != mmproj_gguf.empty() || frames == 0 ||
       window == 0 || first_window == 0) {
     std::cerr << "usage: izwi-qwen3-tts-bench DIR | --gguf TALKER.gguf --mmproj MMPROJ.gguf [--threads 2] [--frames 48] "
-                 "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant] [--reference-seconds S]\n";
+                 "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant] [--reference-seconds S] "
+                 "[--codec-precision f32|bf16]\n";
     return 2;
   }
-  const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf) : Qwen3Tts::load(dir);
+  const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf, load_options)
+                                      : Qwen3Tts::load(dir, load_options);
   const double audio_per_frame = double(model.codec().samples_per_frame()) / model.codec().config().output_sample_rate;
-  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu, %s\n",
+  std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu, %s, "
+              "codec %s\n",
               model.description().c_str(), threads, frames, first_window, window,
-              batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)");
+              batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)",
+              model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? "bf16 (AMX)" : "f32");
   Qwen3TtsRequest clone;  // in-context cloning's x-vector, codes and transcript (--reference-seconds)
   if (reference_seconds > 0) {
     std::vector<float> reference(static_cast<std::size_t>(reference_seconds * 24000));

@@ -10,7 +10,9 @@
 // of that audio; the CPU column is the whole process's (all pool threads),
 // which moves less than the wall time when other programs share the cores.
 // IZWI_QWEN3_TTS_CODEC_EVICT_MB=1024 reads 1 GB between calls (untimed), as
-// the engine's other weights do. Without IZWI_QWEN3_TTS_CODEC every
+// the engine's other weights do. IZWI_QWEN3_TTS_CODEC_PRECISION=bf16 runs
+// the convolutional decoder in bf16 on AMX where the CPU has it (f32
+// elsewhere; the default f32). Without IZWI_QWEN3_TTS_CODEC every
 // benchmark reports itself skipped.
 
 #include <benchmark/benchmark.h>
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "izwi/models/qwen3_tts_codec.hpp"
@@ -28,7 +31,11 @@ namespace {
 const izwi::Qwen3TtsCodecDecoder* decoder() {
   static const std::unique_ptr<izwi::Qwen3TtsCodecDecoder> loaded = [] {
     const char* dir = std::getenv("IZWI_QWEN3_TTS_CODEC");
-    return dir == nullptr ? nullptr : std::make_unique<izwi::Qwen3TtsCodecDecoder>(izwi::Qwen3TtsCodecDecoder::load(dir));
+    const char* precision = std::getenv("IZWI_QWEN3_TTS_CODEC_PRECISION");
+    const auto parsed = izwi::parse_qwen3_tts_codec_precision(precision == nullptr ? "f32" : precision);
+    if (!parsed) throw std::runtime_error("IZWI_QWEN3_TTS_CODEC_PRECISION takes f32 or bf16");
+    return dir == nullptr ? nullptr
+                          : std::make_unique<izwi::Qwen3TtsCodecDecoder>(izwi::Qwen3TtsCodecDecoder::load(dir, *parsed));
   }();
   return loaded.get();
 }
@@ -40,6 +47,7 @@ void BM_codec_decode_batch(benchmark::State& state) {
     state.SkipWithError("set IZWI_QWEN3_TTS_CODEC to a speech_tokenizer directory");
     return;
   }
+  state.SetLabel(codec->precision() == izwi::Qwen3TtsCodecPrecision::bf16 ? "codec bf16 (AMX)" : "codec f32");
   const std::size_t streams = std::size_t(state.range(0)), frames = std::size_t(state.range(1));
   izwi::detail::ThreadPool pool(std::size_t(state.range(2)));
   const std::size_t nq = codec->config().num_quantizers;

@@ -81,7 +81,7 @@ struct RawNumbers {
   std::string vad_model;
   std::string voices_dir;
   long header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 30, shutdown_grace_s = 30;
-  std::string scheduling = "fcfs", kv_cache = "paged", device = "cpu";
+  std::string scheduling = "fcfs", kv_cache = "paged", device = "cpu", tts_codec_precision = "f32";
   std::vector<std::string> models;
   std::string models_dir;
 };
@@ -196,7 +196,10 @@ po::options_description engine_options(Options& o, RawNumbers& raw) {
       ("max-model-len", bounded<std::size_t>(&l.max_model_len, 1, 1 << 24, "max-model-len"),
        "context limit (default: the model's, clamped to what the KV cache holds for one request; said at "
        "start-up)")
-      ("no-prefix-caching", po::bool_switch(), "do not reuse cached prompt prefixes");
+      ("no-prefix-caching", po::bool_switch(), "do not reuse cached prompt prefixes")
+      ("tts-codec-precision", po::value(&raw.tts_codec_precision)->value_name("f32|bf16")
+                                  ->default_value(raw.tts_codec_precision),
+       "Qwen3-TTS codec decoder: f32, or bf16 on AMX where the CPU has AMX-BF16 (f32 elsewhere; docs/tts.md)");
   return d;
 }
 
@@ -234,6 +237,9 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
   if (raw.kv_cache == "paged") o.loader.kv_cache = izwi::server::KVCacheKind::paged;
   else if (raw.kv_cache == "unified") o.loader.kv_cache = izwi::server::KVCacheKind::unified;
   else usage_error("--kv-cache wants paged or unified, got '" + raw.kv_cache + "'");
+  if (raw.tts_codec_precision == "f32" || raw.tts_codec_precision == "bf16")
+    o.loader.tts_codec_bf16 = raw.tts_codec_precision == "bf16";
+  else usage_error("--tts-codec-precision wants f32 or bf16, got '" + raw.tts_codec_precision + "'");
   try {
     o.loader.device.spec = izwi::server::parse_device_spec(raw.device);
   } catch (const izwi::invalid_argument& e) {

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
+#include "izwi/core/half.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
 
 #include "izwi/kernels/cpu/conv1d.hpp"
@@ -290,4 +292,93 @@ TEST_CASE("conv1d: snake_beta against a double-precision sine, every variant", "
 TEST_CASE("conv1d: transposed-convolution overlap-add equals the documented sum bit for bit, every variant",
           "[kernels][conv1d]") {
   kernel_test::for_each_variant(check_overlap_add);
+}
+
+namespace {
+
+/// The codec GEMM on AMX (conv1d_gemm_bf16) of `kernels` on one shape and
+/// thread count: against a double sum of the bf16-rounded operands (only f32
+/// summation error allowed), against the variant's f32 conv1d_gemm within the
+/// roundings' 2^-8 · Σ|x·w|, the padding untouched, and the same bits when
+/// the rows come in two calls and one row at a time.
+void check_conv1d_gemm_bf16(const kc::KernelTable& kernels, std::size_t m, std::size_t kernel, std::size_t in,
+                            std::size_t n, std::size_t dilation, izwi::detail::ThreadPool& pool,
+                            std::vector<float>& y) {
+  INFO("m " << m << " kernel " << kernel << " in " << in << " n " << n << " threads " << pool.size());
+  const std::size_t ctx = (kernel - 1) * dilation, k = kernel * in, ldy = n + 3;
+  const auto input = kernel_test::random_floats((m + ctx) * in, static_cast<std::uint32_t>(m + 7 * n));
+  const auto w = kernel_test::make_weights(DType::f32, n, k, 9);
+  std::vector<const float*> taps(m * kernel);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t j = 0; j < kernel; ++j) taps[r * kernel + j] = input.data() + (r + j * dilation) * in;
+  const std::size_t k_blocks = (k + 31) / 32, panel_values = k_blocks * 64 * 32;
+  std::vector<std::uint16_t> panels((n + 63) / 64 * panel_values, 0x7fc0);
+  kernels.pack_gemm_panels_bf16(w.matrix, panels.data());
+  for (std::size_t c = 0; c < n; ++c)  // column c, value k-1: panel c / 64, tile (kb, c % 64 / 16), pair row, lane
+    REQUIRE(panels[c / 64 * panel_values + ((k - 1) / 32 * 4 + c % 64 / 16) * 512 + (k - 1) % 32 / 2 * 32 +
+                   2 * (c % 16) + (k - 1) % 2] == f32_to_bf16(w.values[c * k + k - 1]));
+  y.assign(m * ldy, 5.0f);
+  std::vector<float> y32(m * ldy, 5.0f);
+  kernels.conv1d_gemm_bf16(taps.data(), m, kernel, in, n, panels.data(), y.data(), ldy, pool);
+  kernels.conv1d_gemm(taps.data(), m, kernel, in, w.matrix, nullptr, y32.data(), ldy, pool);
+  const auto rounded = [](float v) { return double(bf16_to_f32(f32_to_bf16(v))); };
+  for (std::size_t r = 0; r < m; ++r) {
+    for (std::size_t o = n; o < ldy; ++o) REQUIRE(y[r * ldy + o] == 5.0f);
+    for (std::size_t o = 0; o < n; ++o) {
+      double ref = 0, mag = 0, mag32 = 0;
+      for (std::size_t kk = 0; kk < k; ++kk) {
+        const float x = taps[r * kernel + kk / in][kk % in], wv = w.values[o * k + kk];
+        ref += rounded(x) * rounded(wv);
+        mag += std::fabs(rounded(x) * rounded(wv));
+        mag32 += std::fabs(double(x) * wv);
+      }
+      const double sum_error = double(k) * std::ldexp(1.0, -23) * (mag + 1e-30);
+      REQUIRE(std::fabs(y[r * ldy + o] - ref) <= sum_error);
+      REQUIRE(std::fabs(y[r * ldy + o] - y32[r * ldy + o]) <= std::ldexp(1.0, -8) * mag32 + 2 * sum_error);
+    }
+  }
+  const std::size_t half = m / 2;
+  std::vector<float> split(m * ldy, 5.0f), single(ldy, 5.0f);
+  kernels.conv1d_gemm_bf16(taps.data(), half, kernel, in, n, panels.data(), split.data(), ldy, pool);
+  kernels.conv1d_gemm_bf16(taps.data() + half * kernel, m - half, kernel, in, n, panels.data(),
+                           split.data() + half * ldy, ldy, pool);
+  REQUIRE(same_bits(split.data(), y.data(), y.size()));
+  for (const std::size_t r : {std::size_t{0}, m / 3, m - 1}) {
+    kernels.conv1d_gemm_bf16(taps.data() + r * kernel, 1, kernel, in, n, panels.data(), single.data(), ldy, pool);
+    REQUIRE(same_bits(single.data(), y.data() + r * ldy, ldy));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv1d: the bf16 GEMM on AMX against rounded operands and f32, the same bits in any split or thread count",
+          "[kernels][conv1d]") {
+  // Only the "avx512" table with AMX has it; every other variant (and the
+  // emulated CPUs) keeps the f32 GEMM alone.
+  kernel_test::for_each_variant([&](const kc::KernelTable& kernels) {
+    const bool amx = kernels.bf16_amx_min_rows != 0;
+    REQUIRE((kernels.conv1d_gemm_bf16 != nullptr) == amx);
+    REQUIRE((kernels.pack_gemm_panels_bf16 != nullptr) == amx);
+    if (std::string_view(kernels.name) != "avx512") REQUIRE_FALSE(amx);
+  });
+  const kc::KernelTable* avx512 = kc::kernels_for("avx512");
+  if (avx512 == nullptr || avx512->conv1d_gemm_bf16 == nullptr) {
+    // Worded as for_each_variant's variant skips (see matmul_test.cpp).
+    WARN("kernel variant avx512's AMX codec GEMM skipped: this CPU lacks AVX-512 or AMX-BF16 (or the tile state)");
+    return;
+  }
+  struct Shape {
+    std::size_t m, kernel, in, n, dilation;
+  };
+  // Ragged k, n and row blocks; an odd last row block (33 rows); 3 panels;
+  // the last crosses passes of packed rows (about 2M bf16 values each).
+  std::vector<Shape> shapes{{1, 3, 5, 3, 1}, {7, 7, 17, 37, 3}, {33, 1, 40, 96, 1}, {70, 7, 64, 130, 2}};
+  if (!kernel_test::active_variant_only()) shapes.push_back({1300, 7, 600, 70, 2});
+  for (const Shape sh : shapes) {
+    std::vector<float> one, three;
+    izwi::detail::ThreadPool pool1(1), pool3(3);
+    check_conv1d_gemm_bf16(*avx512, sh.m, sh.kernel, sh.in, sh.n, sh.dilation, pool1, one);
+    check_conv1d_gemm_bf16(*avx512, sh.m, sh.kernel, sh.in, sh.n, sh.dilation, pool3, three);
+    REQUIRE(same_bits(one.data(), three.data(), one.size()));
+  }
 }

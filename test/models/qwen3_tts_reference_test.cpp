@@ -86,10 +86,20 @@ TEST_CASE("Qwen3-TTS greedy codes equal llama.cpp's frame by frame", "[qwen3_tts
   SUCCEED(frames << " frames × 16 codes identical");
 }
 
-TEST_CASE("Qwen3-TTS codec decoder on llama.cpp's codes matches llama.cpp's audio", "[qwen3_tts][reference]") {
+namespace {
+
+/// The codec decoder in `precision` on llama.cpp's codes against llama.cpp's
+/// audio (its f16 conv kernels): f32 within relative L2 1e-2 and max 2e-2;
+/// bf16 (8 significant bits to f16's 11) within twice that, its opt-in
+/// bound (measured 0.0113 and 0.0206: outside the f32 bound, so f32 stays the
+/// default; docs/tts.md).
+void check_codec_against_llama(Qwen3TtsCodecPrecision precision) {
+  const double scale = precision == Qwen3TtsCodecPrecision::bf16 ? 2.0 : 1.0;
   LlamaGolden g;
   if (!read_golden(g)) return;
-  const Qwen3TtsCodecDecoder codec = Qwen3TtsCodecDecoder::load(testing::random_qwen3_tts() / "speech_tokenizer");
+  const Qwen3TtsCodecDecoder codec =
+      Qwen3TtsCodecDecoder::load(testing::random_qwen3_tts() / "speech_tokenizer", precision);
+  REQUIRE(codec.precision() == precision);
   detail::ThreadPool pool(2);
   Qwen3TtsCodecState state = codec.new_stream();
   std::vector<float> pcm;
@@ -103,8 +113,22 @@ TEST_CASE("Qwen3-TTS codec decoder on llama.cpp's codes matches llama.cpp's audi
   }
   const double relative = std::sqrt(diff / norm);
   INFO("relative L2 " << relative << ", max |difference| " << worst << ", rms " << std::sqrt(norm / g.pcm_every8.size()));
-  CHECK(relative <= 1e-2);
-  CHECK(worst <= 2e-2);
+  CHECK(relative <= scale * 1e-2);
+  CHECK(worst <= scale * 2e-2);
+}
+
+}  // namespace
+
+TEST_CASE("Qwen3-TTS codec decoder on llama.cpp's codes matches llama.cpp's audio", "[qwen3_tts][reference]") {
+  check_codec_against_llama(Qwen3TtsCodecPrecision::f32);
+}
+
+TEST_CASE("Qwen3-TTS codec decoder in bf16 on AMX matches llama.cpp's audio", "[qwen3_tts][reference]") {
+  if (!kernels::cpu::conv1d_bf16_available()) {
+    WARN("bf16 codec against llama.cpp skipped: the kernel variant has no AMX-BF16");
+    return;
+  }
+  check_codec_against_llama(Qwen3TtsCodecPrecision::bf16);
 }
 
 TEST_CASE("Qwen3-TTS from llama.cpp's GGUF pair speaks as from the Hugging Face directory", "[qwen3_tts][reference]") {

@@ -77,6 +77,8 @@ struct Qwen3TtsPredictorWeights {
 struct Qwen3TtsLoadOptions {
   /// Load tokenizer.json when the directory has one.
   bool load_tokenizer = true;
+  /// The codec decoder's precision (Qwen3TtsCodecPrecision: bf16 where the CPU has AMX, else f32).
+  Qwen3TtsCodecPrecision codec_precision = Qwen3TtsCodecPrecision::f32;
 };
 
 class Qwen3Tts {

@@ -34,7 +34,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "izwi/kernels/cpu/matmul.hpp"
@@ -48,6 +50,23 @@ namespace detail {
 class Qwen3TtsCodecSource;
 class Qwen3TtsCodecScratchCache;
 }  // namespace detail
+
+/// How the codec's convolutional decoder (its entry convolution and the
+/// decoder blocks' convolutions: nearly all of its multiply-adds per frame)
+/// multiplies: f32 everywhere, or bf16 on AMX (the weights packed once as
+/// bf16 tiles, the activations rounded to bf16 per value, f32 accumulation;
+/// kernels::cpu::pack_gemm_panels_bf16) where the CPU's kernel variant has it
+/// (kernels::cpu::conv1d_bf16_available()), f32 elsewhere. The quantizer, the
+/// transformer and the upsampling stages stay f32 either way. docs/tts.md
+/// gives the measured error against f32 and llama.cpp.
+enum class Qwen3TtsCodecPrecision { f32, bf16 };
+
+/// "f32" or "bf16" (a server flag's or bench option's value); nullopt otherwise.
+inline std::optional<Qwen3TtsCodecPrecision> parse_qwen3_tts_codec_precision(std::string_view name) noexcept {
+  if (name == "f32") return Qwen3TtsCodecPrecision::f32;
+  if (name == "bf16") return Qwen3TtsCodecPrecision::bf16;
+  return std::nullopt;
+}
 
 /// One stream's carried state: what the next call needs from the frames
 /// already decoded. Made by Qwen3TtsCodecDecoder::new_stream().
@@ -76,11 +95,15 @@ class Qwen3TtsCodecDecoder {
  public:
   /// Loads speech_tokenizer/ (config.json + model.safetensors; the encoder's
   /// tensors are ignored). Errors name the file, the tensor and the problem.
-  static Qwen3TtsCodecDecoder load(const std::filesystem::path& speech_tokenizer_dir);
+  static Qwen3TtsCodecDecoder load(const std::filesystem::path& speech_tokenizer_dir,
+                                   Qwen3TtsCodecPrecision precision = Qwen3TtsCodecPrecision::f32);
   /// Loads the codec decoder from llama.cpp's mmproj GGUF (a.gen.wav.*; its
   /// shape read from the tensors, the rest as llama.cpp fixes it: 16 heads,
   /// window 72, θ 1e4, RMSNorm ε 1e-5).
-  static Qwen3TtsCodecDecoder load_gguf(const std::filesystem::path& mmproj_gguf);
+  static Qwen3TtsCodecDecoder load_gguf(const std::filesystem::path& mmproj_gguf,
+                                        Qwen3TtsCodecPrecision precision = Qwen3TtsCodecPrecision::f32);
+  /// The precision the decoder runs in: bf16 only when asked for and available.
+  Qwen3TtsCodecPrecision precision() const noexcept { return precision_; }
 
   const Qwen3TtsCodecConfig& config() const noexcept { return config_; }
   const Qwen3TtsCodecWeights& weights() const noexcept { return *weights_; }
@@ -101,8 +124,10 @@ class Qwen3TtsCodecDecoder {
 
  private:
   Qwen3TtsCodecDecoder() = default;
-  static Qwen3TtsCodecDecoder from_source(const detail::Qwen3TtsCodecSource& source, const Qwen3TtsCodecConfig& config);
+  static Qwen3TtsCodecDecoder from_source(const detail::Qwen3TtsCodecSource& source, const Qwen3TtsCodecConfig& config,
+                                           Qwen3TtsCodecPrecision precision);
   Qwen3TtsCodecConfig config_;
+  Qwen3TtsCodecPrecision precision_ = Qwen3TtsCodecPrecision::f32;
   std::shared_ptr<const Qwen3TtsCodecWeights> weights_;
   std::shared_ptr<const std::vector<std::vector<float>>> storage_;  // what the WeightMatrix views point into
   // Audio-rate buffers kept between calls (shared by copies; thread-safe).

@@ -72,6 +72,9 @@ struct CpuLoaderSettings {
   /// Context limit override; 0: the model's.
   std::size_t max_model_len = 0;
   bool enable_prefix_caching = true;
+  /// Qwen3-TTS: the codec decoder in bf16 on AMX where the CPU has it
+  /// (Qwen3TtsCodecPrecision::bf16; izwi-server --tts-codec-precision).
+  bool tts_codec_bf16 = false;
   /// Chunks a response stream holds before its request pauses.
   std::size_t stream_capacity = 64;
   /// Where chat models run: the CPU, or an OpenCL device opened once with

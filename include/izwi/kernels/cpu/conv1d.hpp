@@ -10,6 +10,7 @@
 // inputs only, never on how the rows were split or what else is batched.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "izwi/kernels/cpu/matmul.hpp"
@@ -31,6 +32,8 @@ inline constexpr std::size_t gemm_panel_sub_columns = 32;
 struct GemmPanels {
   std::size_t rows = 0, cols = 0;
   std::vector<float> floats;
+  /// Set instead of floats by pack_gemm_panels_bf16: conv1d_gemm then runs on AMX in bf16.
+  std::vector<std::uint16_t> bf16;
 };
 
 /// w packed into GemmPanels (any dtype, widened exactly; w is not referenced afterwards).
@@ -59,6 +62,22 @@ inline constexpr std::size_t conv1d_dot_max_outputs = 2;
 inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
                         const WeightMatrix& w, float* y, std::size_t ldy, ThreadPool& pool,
                         const GemmPanels* panels = nullptr) noexcept;
+
+/// Whether the running kernel variant has the bf16 codec GEMM (the
+/// "avx512" table on a CPU with AMX-BF16 whose OS grants the tile state).
+inline bool conv1d_bf16_available() noexcept;
+
+/// w packed once as bf16 AMX tiles (GemmPanels::bf16; floats left empty):
+/// each value widened exactly, then rounded to nearest even; half the memory
+/// of the f32 panels. Requires conv1d_bf16_available(). conv1d_gemm on these
+/// panels runs on AMX in reduced precision: the im2col values rounded to
+/// bf16 the same way (per value), the products of the rounded operands
+/// summed in f32 by tdpbf16ps, 32 values of k per step in one fixed order.
+/// Against the f32 GEMM the error is the two roundings, at most 2^-8
+/// relative per product: |y - y_f32| <= 2^-8 · Σ|x·w| (plus f32 summation).
+/// Each output still depends on its own row only: the same bits in any m,
+/// split or thread count.
+inline GemmPanels pack_gemm_panels_bf16(const WeightMatrix& w);
 
 /// SnakeBeta with its parameters folded (alpha_exp = e^α, inv_beta =
 /// 1 / (e^β + ε)), per channel c of each of `rows` rows:

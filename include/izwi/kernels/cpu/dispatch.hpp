@@ -103,6 +103,11 @@ struct KernelTable {
                       const WeightMatrix& w, const float* packed, float* y, std::size_t ldy,
                       izwi::detail::ThreadPool& pool) noexcept;
   void (*pack_gemm_panels)(const WeightMatrix& w, float* panels) noexcept;
+  // conv1d.hpp's bf16 codec GEMM on AMX: null in every table without AMX-BF16.
+  void (*conv1d_gemm_bf16)(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                           std::size_t n, const std::uint16_t* panels, float* y, std::size_t ldy,
+                           izwi::detail::ThreadPool& pool) noexcept;
+  void (*pack_gemm_panels_bf16)(const WeightMatrix& w, std::uint16_t* panels) noexcept;
   void (*snake_beta)(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
                      const float* alpha_exp, const float* inv_beta) noexcept;
   void (*transposed_conv_overlap_add)(const float* products, std::size_t n, std::size_t kernel, std::size_t stride,

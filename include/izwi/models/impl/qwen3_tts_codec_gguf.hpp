@@ -130,10 +130,11 @@ inline Qwen3TtsCodecConfig qwen3_tts_codec_config_from_gguf(const io::GgufFile& 
 
 namespace izwi {
 
-inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load_gguf(const std::filesystem::path& mmproj_gguf) {
+inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load_gguf(const std::filesystem::path& mmproj_gguf,
+                                                            Qwen3TtsCodecPrecision precision) {
   const io::GgufFile file = io::GgufFile::open(mmproj_gguf);
   const Qwen3TtsCodecConfig config = detail::qwen3_tts_codec_config_from_gguf(file);
-  return from_source(detail::Qwen3TtsCodecGgufSource(file, config.upsample_rates.size()), config);
+  return from_source(detail::Qwen3TtsCodecGgufSource(file, config.upsample_rates.size()), config, precision);
 }
 
 }  // namespace izwi

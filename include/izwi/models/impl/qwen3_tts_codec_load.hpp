@@ -233,10 +233,11 @@ inline void load_qwen3_tts_codec_quantizer(const Qwen3TtsCodecLoader& l, const Q
 
 namespace izwi {
 
-inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::path& speech_tokenizer_dir) {
+inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::path& speech_tokenizer_dir,
+                                                       Qwen3TtsCodecPrecision precision) {
   const io::ModelDirectory dir = io::ModelDirectory::open(speech_tokenizer_dir);
   return from_source(detail::Qwen3TtsCodecDirectorySource(dir),
-                     Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json"));
+                     Qwen3TtsCodecConfig::read(speech_tokenizer_dir / "config.json"), precision);
 }
 
 namespace detail {
@@ -246,14 +247,17 @@ namespace detail {
 /// which takes the dot-product path): once here instead of on every decode
 /// call. The panels replace the row-major f32 copies, each freed from the
 /// arena as soon as it is packed (its view's data set to null), so the
-/// decoder's memory stays that of its f32 weights, at load too.
-inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena) {
+/// decoder's memory stays that of its f32 weights, at load too. With
+/// `decoder_bf16`, the convolutional decoder's matrices (entry and blocks)
+/// are packed as bf16 AMX tiles instead.
+inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena,
+                                        bool decoder_bf16) {
   using Owner = std::pair<const void*, std::vector<float>*>;  // a view's address and its arena entry
   std::vector<Owner> owners;
   for (std::vector<float>& values : arena) owners.emplace_back(values.data(), &values);
   std::sort(owners.begin(), owners.end());
-  auto pack = [&](kernels::cpu::WeightMatrix& m, kernels::cpu::GemmPanels& panels) {
-    panels = kernels::cpu::pack_gemm_panels(m);
+  auto pack = [&](kernels::cpu::WeightMatrix& m, kernels::cpu::GemmPanels& panels, bool bf16 = false) {
+    panels = bf16 ? kernels::cpu::pack_gemm_panels_bf16(m) : kernels::cpu::pack_gemm_panels(m);
     const auto it = std::lower_bound(owners.begin(), owners.end(), Owner{m.data, nullptr});
     if (it != owners.end() && it->first == m.data) std::vector<float>().swap(*it->second);
     m.data = nullptr;
@@ -277,12 +281,12 @@ inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std
     pack(u.pwconv1, u.pwconv1_panels);
     pack(u.pwconv2, u.pwconv2_panels);
   }
-  pack(w.decoder_entry.weight, w.decoder_entry.panels);
+  pack(w.decoder_entry.weight, w.decoder_entry.panels, decoder_bf16);
   for (Qwen3TtsDecoderBlock& b : w.blocks) {
-    pack(b.upsample.weight, b.upsample.panels);
+    pack(b.upsample.weight, b.upsample.panels, decoder_bf16);
     for (Qwen3TtsResidualUnit& u : b.residual) {
-      pack(u.conv1.weight, u.conv1.panels);
-      pack(u.conv2.weight, u.conv2.panels);
+      pack(u.conv1.weight, u.conv1.panels, decoder_bf16);
+      pack(u.conv2.weight, u.conv2.panels, decoder_bf16);
     }
   }
 }
@@ -290,9 +294,12 @@ inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std
 }  // namespace detail
 
 inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
-                                                              const Qwen3TtsCodecConfig& config) {
+                                                              const Qwen3TtsCodecConfig& config,
+                                                              Qwen3TtsCodecPrecision precision) {
   Qwen3TtsCodecDecoder d;
   d.config_ = config;
+  const bool bf16 = precision == Qwen3TtsCodecPrecision::bf16 && kernels::cpu::conv1d_bf16_available();
+  d.precision_ = bf16 ? Qwen3TtsCodecPrecision::bf16 : Qwen3TtsCodecPrecision::f32;
   auto storage = std::make_shared<std::vector<std::vector<float>>>();
   auto weights = std::make_shared<Qwen3TtsCodecWeights>();
   const detail::Qwen3TtsCodecLoader loader(source, *storage);
@@ -300,7 +307,7 @@ inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen
   detail::load_qwen3_tts_codec_transformer(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_upsampling(loader, d.config_, *weights);
   detail::load_qwen3_tts_codec_blocks(loader, d.config_, *weights);
-  detail::pack_qwen3_tts_codec_panels(*weights, *storage);
+  detail::pack_qwen3_tts_codec_panels(*weights, *storage, bf16);
   d.weights_ = std::move(weights);
   d.storage_ = std::move(storage);
   d.scratch_ = std::make_shared<detail::Qwen3TtsCodecScratchCache>();

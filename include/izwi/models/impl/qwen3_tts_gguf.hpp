@@ -173,7 +173,8 @@ inline Qwen3Tts Qwen3Tts::load_gguf(const std::filesystem::path& talker_gguf, co
   for (std::uint32_t l = 0; l < c.predictor.num_layers; ++l)
     model.predictor_.layers.push_back(detail::gguf_qwen3_layer(m, "a.gen.code.blk." + std::to_string(l) + ".",
                                                                c.predictor, detail::predictor_gguf_names));
-  model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(Qwen3TtsCodecDecoder::load_gguf(mmproj_gguf));
+  model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(
+      Qwen3TtsCodecDecoder::load_gguf(mmproj_gguf, options.codec_precision));
   if (m.get<bool>("clip.has_audio_encoder", false)) {
     model.speaker_encoder_ = std::make_shared<const Qwen3TtsSpeakerEncoder>(Qwen3TtsSpeakerEncoder::load_gguf(m));
     if (model.speaker_encoder_->config().enc_dim != h)

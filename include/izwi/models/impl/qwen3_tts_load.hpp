@@ -118,7 +118,8 @@ inline Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOpt
   if (model.config_.speaker_encoder)
     model.speaker_encoder_ = std::make_shared<const Qwen3TtsSpeakerEncoder>(
         Qwen3TtsSpeakerEncoder::load(*directory, *model.config_.speaker_encoder));
-  model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(Qwen3TtsCodecDecoder::load(dir / "speech_tokenizer"));
+  model.codec_ = std::make_shared<const Qwen3TtsCodecDecoder>(
+      Qwen3TtsCodecDecoder::load(dir / "speech_tokenizer", options.codec_precision));
   if (model.config_.speaker_encoder) {
     // Base models clone in context too: the speech tokenizer's encoder gives
     // the reference codes. Checkpoints without encoder_config clone by x-vector only.

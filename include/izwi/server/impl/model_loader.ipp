@@ -169,7 +169,10 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
 /// stock speech engine: FCFS scheduling, a paged cache of the talker's K/V.
 inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, const std::filesystem::path& path,
                                                        const CpuLoaderSettings& settings, const CheckpointKind& kind) {
-  Qwen3Tts model = kind.mmproj.empty() ? Qwen3Tts::load(path) : Qwen3Tts::load_gguf(path, kind.mmproj);
+  Qwen3TtsLoadOptions load_options;
+  if (settings.tts_codec_bf16) load_options.codec_precision = Qwen3TtsCodecPrecision::bf16;
+  Qwen3Tts model = kind.mmproj.empty() ? Qwen3Tts::load(path, load_options)
+                                       : Qwen3Tts::load_gguf(path, kind.mmproj, load_options);
   if (!model.tokenizer())
     throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read the input");
   const Qwen3TtsConfig& config = model.config();
@@ -182,7 +185,8 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
   info.description = model.description() + ", talker hidden " +
                      std::to_string(config.talker.hidden_size) + " x " + std::to_string(config.talker.num_layers) +
                      " layers, " + std::to_string(config.speakers.size()) + " speakers, " +
-                     (deadline ? "playback-deadline" : "FCFS") + " scheduling, paged KV cache";
+                     (deadline ? "playback-deadline" : "FCFS") + " scheduling, paged KV cache" +
+                     (model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? ", codec bf16 on AMX" : "");
   Qwen3TtsCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;

@@ -3,9 +3,13 @@
 // architecture (see simd.hpp); reached through dispatch.hpp.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
+#include <vector>
+
 
 #include "izwi/kernels/cpu/conv1d.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
@@ -303,5 +307,131 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
     });
   }
 }
+
+// ------------------------------------------- bf16 on AMX (codec GEMM) ----
+
+/// float -> bf16 bits, to nearest even, NaN kept quiet: core/half.hpp's
+/// f32_to_bf16, restated here so the variant objects define no inline
+/// function outside their namespace (check_variant_symbols.cmake).
+inline std::uint16_t round_to_bf16_bits(float value) noexcept {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/// GemmPanels::bf16's tile layout (conv1d.hpp): panel p (output columns
+/// [64p, 64p + 64)) at p · k_blocks · 4 · 512 bf16, its B tile (kb, t) at
+/// (kb · 4 + t) · 512: row q of the tile is the k-pairs (2q, 2q + 1) of
+/// values [32kb, 32kb + 32) of columns 64p + 16t + c, c < 16 (amx::pack_panel's
+/// layout, zero past the matrix and past k). Every value rounded to nearest
+/// even from its exact f32 widening: the same bits whatever the caller.
+template <class Arch>
+inline void pack_gemm_panels_bf16(const WeightMatrix& w, std::uint16_t* panels) noexcept {
+  constexpr std::size_t TK = 32, TR = 16, TV = 512, NC = 64;
+  const std::size_t k = w.cols, k_blocks = (k + TK - 1) / TK;
+  std::fill(panels, panels + (w.rows + NC - 1) / NC * k_blocks * (NC / TR) * TV, std::uint16_t{0});
+  std::vector<float> row(k);
+  for (std::size_t n = 0; n < w.rows; ++n) {
+    widen_row<Arch>(w, n, row.data());
+    std::uint16_t* panel = panels + n / NC * k_blocks * (NC / TR) * TV;
+    const std::size_t t = n % NC / TR, c = n % TR;
+    for (std::size_t kk = 0; kk < k; ++kk)
+      panel[(kk / TK * (NC / TR) + t) * TV + kk % TK / 2 * TK + 2 * c + kk % 2] = round_to_bf16_bits(row[kk]);
+  }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// Rows [r0, r0 + 16) of the implicit im2col matrix (rows past m zero) as A
+/// tiles, k_blocks of them: 16 values at a time from one tap's row when they
+/// lie in it, gathered otherwise; rounded as amx::round_to_bf16.
+inline void pack_tap_rows_bf16(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                               std::size_t r0, std::size_t k_blocks, std::uint16_t* tiles) noexcept {
+  using namespace amx;
+  const std::size_t k = kernel * in;
+  alignas(64) float gathered[16];
+  for (std::size_t r = 0; r < tile_rows; ++r) {
+    const bool present = r0 + r < m;
+    for (std::size_t k0 = 0; k0 < k_blocks * tile_k; k0 += 16) {
+      std::uint16_t* dst = tiles + k0 / tile_k * tile_values + r * tile_k + k0 % tile_k;
+      const std::size_t valid = present && k0 < k ? std::min<std::size_t>(16, k - k0) : 0;
+      __m512 v = _mm512_setzero_ps();
+      if (valid != 0 && k0 % in + valid <= in) {
+        const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+        v = _mm512_maskz_loadu_ps(mask, taps[(r0 + r) * kernel + k0 / in] + k0 % in);
+      } else if (valid != 0) {
+        for (std::size_t i = 0; i < 16; ++i)
+          gathered[i] = i < valid ? taps[(r0 + r) * kernel + (k0 + i) / in][(k0 + i) % in] : 0.0f;
+        v = _mm512_load_ps(gathered);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), round_to_bf16(v));
+    }
+  }
+}
+
+/// conv1d.hpp's conv1d_gemm_bf16: the row blocks packed as A tiles per pass
+/// (as conv1d_gemm packs its rows), then tasks of a 64-column panel x a slice
+/// of the row blocks, 2 x 2 tiles (1 x 2 for a lone last block) per 32 values
+/// of k. Each output is its row's tile products accumulated over k in one
+/// order, whatever m, the pairing, the split or the thread count.
+template <class Arch>
+inline void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                             std::size_t n, const std::uint16_t* panels, float* y, std::size_t ldy,
+                             ThreadPool& pool) noexcept {
+  static_assert(Simd<Arch>::avx512, "the AMX path is built in the AVX-512 variant only");
+  using namespace amx;
+  const std::size_t k = kernel * in, k_blocks = (k + tile_k - 1) / tile_k, block_values = k_blocks * tile_values;
+  if (m == 0 || n == 0) return;
+  const std::size_t num_panels = (n + panel_columns - 1) / panel_columns;
+  const std::size_t panel_values = k_blocks * panel_tiles * tile_values;
+  const std::size_t pass_blocks = std::max<std::size_t>(32, conv1d_pass_floats / 2 / block_values) / 2 * 2;
+  const std::size_t all_blocks = (m + tile_rows - 1) / tile_rows;
+  auto* xa = static_cast<std::uint16_t*>(
+      pool.shared_scratch(std::min(pass_blocks, all_blocks) * block_values * sizeof(std::uint16_t)));
+  for (std::size_t first_block = 0; first_block < all_blocks; first_block += pass_blocks) {
+    const std::size_t blocks = std::min(pass_blocks, all_blocks - first_block), first = first_block * tile_rows;
+    const std::size_t rows = std::min(blocks * tile_rows, m - first);
+    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
+      pack_tap_rows_bf16(taps + first * kernel, rows, kernel, in, b * tile_rows, k_blocks, xa + b * block_values);
+    });
+    const std::size_t pairs = (blocks + 1) / 2;
+    const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + num_panels - 1) / num_panels, 1, pairs);
+    pool.parallel_for(num_panels * slices, [&](std::size_t task, std::size_t worker) {
+      const std::size_t p = task / slices, slice = task % slices;
+      const std::size_t n0 = p * panel_columns, cols = std::min(panel_columns, n - n0);
+      const std::uint16_t* panel = panels + p * panel_values;
+      float* spill = static_cast<float*>(pool.scratch(worker, tile_rows * tile_rows * sizeof(float)));
+      load_config();
+      for (std::size_t pair = slice * pairs / slices; pair < (slice + 1) * pairs / slices; ++pair) {
+        const std::size_t b = 2 * pair;
+        const bool both = b + 1 < blocks;
+        const std::uint16_t* a0 = xa + b * block_values;
+        const std::uint16_t* a1 = a0 + block_values;
+        for (std::size_t j = 0; j * tile_rows < cols; j += 2) {
+          const std::uint16_t* b0 = panel + j * tile_values;
+          const std::uint16_t* b1 = b0 + tile_values;
+          zero_accumulators();
+          for (std::size_t kb = 0; kb < k_blocks; ++kb) {
+            const std::size_t bo = kb * panel_tiles * tile_values;
+            if (both) multiply_2x2(a0 + kb * tile_values, a1 + kb * tile_values, b0 + bo, b1 + bo);
+            else multiply_1x2(a0 + kb * tile_values, b0 + bo, b1 + bo);
+          }
+          for (std::size_t t = 0; t < (both ? 4u : 2u); ++t) {
+            const std::size_t r0 = (b + t / 2) * tile_rows, c0 = (j + t % 2) * tile_rows;
+            if (c0 >= cols) continue;
+            write_accumulator(static_cast<int>(t), y + (first + r0) * ldy + n0 + c0, ldy,
+                              std::min(tile_rows, rows - r0), std::min(tile_rows, cols - c0), spill);
+          }
+        }
+      }
+      release();
+    });
+  }
+}
+#else
+template <class Arch>
+void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in, std::size_t n,
+                      const std::uint16_t* panels, float* y, std::size_t ldy,
+                      ThreadPool& pool) noexcept;  // never instantiated outside the AVX-512 variant
+#endif
 
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

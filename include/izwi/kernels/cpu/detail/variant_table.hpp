@@ -27,6 +27,18 @@ void paged_attention_entry(const float* q, const AttentionSequence* seqs, std::s
   paged_attention<Arch>(q, std::span<const AttentionSequence>(seqs, num_seqs), kv, shape, out, pool);
 }
 
+// The codec's bf16 GEMM (conv1d_kernels.hpp) exists in AMX tables only.
+template <class Arch, Bf16Gemm Bf16>
+constexpr auto conv1d_gemm_bf16_entry() noexcept {
+  if constexpr (Bf16 == Bf16Gemm::amx) return &conv1d_gemm_bf16<Arch>;
+  else return decltype(KernelTable::conv1d_gemm_bf16){nullptr};
+}
+template <class Arch, Bf16Gemm Bf16>
+constexpr auto pack_gemm_panels_bf16_entry() noexcept {
+  if constexpr (Bf16 == Bf16Gemm::amx) return &pack_gemm_panels_bf16<Arch>;
+  else return decltype(KernelTable::pack_gemm_panels_bf16){nullptr};
+}
+
 /// Dot: the Q8_0 matmuls' int8 dot product; Bf16: BF16 weights widened or
 /// on AMX (the "avx512" tables of CPUs with and without VNNI and AMX differ
 /// only there).
@@ -53,6 +65,8 @@ constexpr KernelTable make_kernel_table(const char* name) noexcept {
       .paged_attention = &paged_attention_entry<Arch>,
       .conv1d_gemm = &conv1d_gemm<Arch>,
       .pack_gemm_panels = &pack_gemm_panels<Arch>,
+      .conv1d_gemm_bf16 = conv1d_gemm_bf16_entry<Arch, Bf16>(),
+      .pack_gemm_panels_bf16 = pack_gemm_panels_bf16_entry<Arch, Bf16>(),
       .snake_beta = &snake_beta<Arch>,
       .transposed_conv_overlap_add = &transposed_conv_overlap_add<Arch>,
       .layer_norm = &layer_norm<Arch>,

@@ -12,7 +12,8 @@ namespace izwi::kernels::cpu {
 
 inline GemmPanels pack_gemm_panels(const WeightMatrix& w) {
   GemmPanels p{w.rows, w.cols, std::vector<float>((w.rows + gemm_panel_columns - 1) / gemm_panel_columns *
-                                                  gemm_panel_columns * w.cols)};
+                                                  gemm_panel_columns * w.cols),
+               {}};
   active_kernels().pack_gemm_panels(w, p.floats.data());
   return p;
 }
@@ -24,7 +25,24 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
   const bool use_panels = panels != nullptr && w.rows > conv1d_dot_max_outputs;
   assert(!use_panels || (panels->rows == w.rows && panels->cols == w.cols));
   assert(use_panels || w.data != nullptr);
+  if (use_panels && !panels->bf16.empty()) {
+    assert(conv1d_bf16_available());
+    active_kernels().conv1d_gemm_bf16(taps, m, kernel, in, w.rows, panels->bf16.data(), y, ldy, pool);
+    return;
+  }
   active_kernels().conv1d_gemm(taps, m, kernel, in, w, use_panels ? panels->floats.data() : nullptr, y, ldy, pool);
+}
+
+inline bool conv1d_bf16_available() noexcept { return active_kernels().conv1d_gemm_bf16 != nullptr; }
+
+inline GemmPanels pack_gemm_panels_bf16(const WeightMatrix& w) {
+  assert(conv1d_bf16_available());
+  constexpr std::size_t tile_k = 32;
+  const std::size_t panels = (w.rows + gemm_panel_columns - 1) / gemm_panel_columns;
+  GemmPanels p{w.rows, w.cols, {},
+               std::vector<std::uint16_t>(panels * (w.cols + tile_k - 1) / tile_k * gemm_panel_columns * tile_k)};
+  active_kernels().pack_gemm_panels_bf16(w, p.bf16.data());
+  return p;
 }
 
 inline void snake_beta(const float* x, float* y, std::size_t rows, std::size_t channels, const float* bias,
