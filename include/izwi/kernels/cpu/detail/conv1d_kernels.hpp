@@ -403,25 +403,8 @@ inline void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_
       load_config();
       for (std::size_t pair = slice * pairs / slices; pair < (slice + 1) * pairs / slices; ++pair) {
         const std::size_t b = 2 * pair;
-        const bool both = b + 1 < blocks;
-        const std::uint16_t* a0 = xa + b * block_values;
-        const std::uint16_t* a1 = a0 + block_values;
-        for (std::size_t j = 0; j * tile_rows < cols; j += 2) {
-          const std::uint16_t* b0 = panel + j * tile_values;
-          const std::uint16_t* b1 = b0 + tile_values;
-          zero_accumulators();
-          for (std::size_t kb = 0; kb < k_blocks; ++kb) {
-            const std::size_t bo = kb * panel_tiles * tile_values;
-            if (both) multiply_2x2(a0 + kb * tile_values, a1 + kb * tile_values, b0 + bo, b1 + bo);
-            else multiply_1x2(a0 + kb * tile_values, b0 + bo, b1 + bo);
-          }
-          for (std::size_t t = 0; t < (both ? 4u : 2u); ++t) {
-            const std::size_t r0 = (b + t / 2) * tile_rows, c0 = (j + t % 2) * tile_rows;
-            if (c0 >= cols) continue;
-            write_accumulator(static_cast<int>(t), y + (first + r0) * ldy + n0 + c0, ldy,
-                              std::min(tile_rows, rows - r0), std::min(tile_rows, cols - c0), spill);
-          }
-        }
+        multiply_row_blocks_by_panel(xa + b * block_values, b + 1 < blocks, k_blocks, panel, cols,
+                                     y + (first + b * tile_rows) * ldy + n0, ldy, rows - b * tile_rows, spill);
       }
       release();
     });

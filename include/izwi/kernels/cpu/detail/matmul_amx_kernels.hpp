@@ -167,6 +167,36 @@ inline void write_accumulator(int t, float* y, std::size_t ldy, std::size_t rows
   for (std::size_t r = 0; r < rows; ++r) std::memcpy(y + r * ldy, spill + r * tile_rows, cols * sizeof(float));
 }
 
+/// One packed A row block, or two (a0 and a0 + k_blocks · tile_values when
+/// `two_blocks`), times one packed B panel of `cols` <= panel_columns
+/// columns, into y (the first block's first row at the panel's first
+/// column): 2 x 2 (or 1 x 2) tiles per tile_k values of k, every output
+/// summed over k in one order. `rows`: y's rows from there on (rows past
+/// it are not written). Callers hold the tile configuration.
+inline void multiply_row_blocks_by_panel(const std::uint16_t* a0, bool two_blocks, std::size_t k_blocks,
+                                         const std::uint16_t* panel, std::size_t cols, float* y, std::size_t ldy,
+                                         std::size_t rows, float* spill) noexcept {
+  const std::uint16_t* a1 = a0 + k_blocks * tile_values;
+  for (std::size_t j = 0; j * tile_rows < cols; j += 2) {
+    const std::uint16_t* b0 = panel + j * tile_values;
+    const std::uint16_t* b1 = b0 + tile_values;
+    zero_accumulators();
+    if (two_blocks)
+      for (std::size_t kb = 0; kb < k_blocks; ++kb)
+        multiply_2x2(a0 + kb * tile_values, a1 + kb * tile_values, b0 + kb * panel_tiles * tile_values,
+                     b1 + kb * panel_tiles * tile_values);
+    else
+      for (std::size_t kb = 0; kb < k_blocks; ++kb)
+        multiply_1x2(a0 + kb * tile_values, b0 + kb * panel_tiles * tile_values, b1 + kb * panel_tiles * tile_values);
+    for (std::size_t t = 0; t < (two_blocks ? 4u : 2u); ++t) {
+      const std::size_t r0 = t / 2 * tile_rows, c0 = (j + t % 2) * tile_rows;
+      if (c0 >= cols) continue;
+      write_accumulator(static_cast<int>(t), y + r0 * ldy + c0, ldy, std::min(tile_rows, rows - r0),
+                        std::min(tile_rows, cols - c0), spill);
+    }
+  }
+}
+
 /// 16 floats -> bf16 bits, to nearest even, NaN kept quiet (core/half.hpp's f32_to_bf16).
 inline __m256i round_to_bf16(__m512 v) noexcept {
   const __m512i bits = _mm512_castps_si512(v);

@@ -661,30 +661,9 @@ inline void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const 
     pack_panel(*out->weight, n0, k_blocks, panel);
     load_config();
     const std::size_t cols = n1 - n0;
-    for (std::size_t b = 0; b < row_blocks; b += 2) {
-      const bool pair = b + 1 < row_blocks;
-      const std::uint16_t* a0 = xa + b * block_values;
-      const std::uint16_t* a1 = a0 + block_values;
-      for (std::size_t j = 0; j * tile_rows < cols; j += 2) {
-        const std::uint16_t* b0 = panel + j * tile_values;
-        const std::uint16_t* b1 = b0 + tile_values;
-        zero_accumulators();
-        if (pair)
-          for (std::size_t kb = 0; kb < k_blocks; ++kb)
-            multiply_2x2(a0 + kb * tile_values, a1 + kb * tile_values, b0 + kb * panel_tiles * tile_values,
-                         b1 + kb * panel_tiles * tile_values);
-        else
-          for (std::size_t kb = 0; kb < k_blocks; ++kb)
-            multiply_1x2(a0 + kb * tile_values, b0 + kb * panel_tiles * tile_values,
-                         b1 + kb * panel_tiles * tile_values);
-        for (std::size_t t = 0; t < (pair ? 4u : 2u); ++t) {
-          const std::size_t r0 = (b + t / 2) * tile_rows, c0 = (j + t % 2) * tile_rows;
-          if (c0 >= cols) continue;
-          write_accumulator(static_cast<int>(t), out->y + r0 * out->ldy + n0 + c0, out->ldy,
-                            std::min(tile_rows, m - r0), std::min(tile_rows, cols - c0), spill);
-        }
-      }
-    }
+    for (std::size_t b = 0; b < row_blocks; b += 2)
+      multiply_row_blocks_by_panel(xa + b * block_values, b + 1 < row_blocks, k_blocks, panel, cols,
+                                   out->y + b * tile_rows * out->ldy + n0, out->ldy, m - b * tile_rows, spill);
     release();
   });
 }
