@@ -153,6 +153,20 @@ TEST_CASE("http: a prompt too long for the context is refused before it is token
   CHECK(post(h.port, "/v1/completions", completion_body(R"("abcd")", false, 4)).status == 200);
 }
 
+/// POSTs body to target on port and checks the 400: its message holds
+/// `words` and its param is `param`.
+void check_refused(unsigned short port, const std::string& target, const std::string& body, const std::string& words,
+                   const std::string& param) {
+  INFO(body);
+  const HttpResult r = post(port, target, body);
+  CHECK(r.status == 400);
+  if (r.status != 400) return;
+  const std::string message = error_of(r).at("message").as_string().c_str();
+  INFO(message);
+  CHECK(message.find(words) != std::string::npos);
+  CHECK(error_of(r).at("param") == param.c_str());
+}
+
 TEST_CASE("http: the engine's prompt checks reach the client in vLLM's words under the endpoint's param",
           "[server][http]") {
   // Ids outside the vocabulary and prompts that fill the context are refused
@@ -167,27 +181,19 @@ TEST_CASE("http: the engine's prompt checks reach the client in vLLM's words und
     for (std::size_t i = 0; i < n; ++i) json += (i ? ",1" : "1");
     return json + "]";
   };
-  auto refused = [&](const std::string& target, const std::string& body, const std::string& words,
-                     const std::string& param) {
-    const HttpResult r = post(h.port, target, body);
-    CHECK(r.status == 400);
-    if (r.status != 400) return;
-    const std::string message = error_of(r).at("message").as_string().c_str();
-    INFO(message);
-    CHECK(message.find(words) != std::string::npos);
-    CHECK(error_of(r).at("param") == param.c_str());
-  };
-  refused("/v1/completions", completion_body("[1, 2, 5000]", false, 4), "Token id 5000 is out of vocabulary (size 1000).",
-          "prompt");
-  refused("/v1/completions", completion_body(ids(40), false, 4),
-          "maximum context length is 32 tokens. However, your request has 40 input tokens.", "prompt");
-  refused("/v1/chat/completions",
-          R"({"model": "toy", "max_tokens": 2, "messages": [{"role": "user", "content": ")" + std::string(40, 'y') +
-              R"("}]})",
-          "maximum context length is 32 tokens. However, your request has", "messages");
+  check_refused(h.port, "/v1/completions",
+                completion_body("[1, 2, 5000]", false, 4), "Token id 5000 is out of vocabulary (size 1000).",
+                "prompt");
+  check_refused(h.port, "/v1/completions", completion_body(ids(40), false, 4),
+                "maximum context length is 32 tokens. However, your request has 40 input tokens.", "prompt");
+  check_refused(h.port, "/v1/chat/completions",
+                R"({"model": "toy", "max_tokens": 2, "messages": [{"role": "user", "content": ")" + std::string(40, 'y') +
+                    R"("}]})",
+                "maximum context length is 32 tokens. However, your request has", "messages");
   // Prompt plus output beyond the context: the server's own check, which
   // leaves a prompt that does not fit alone to the engine's words above.
-  refused("/v1/completions", completion_body(ids(10), false, 30), "However, you requested 40 tokens", "max_tokens");
+  check_refused(h.port, "/v1/completions",
+                completion_body(ids(10), false, 30), "However, you requested 40 tokens", "max_tokens");
   CHECK(post(h.port, "/v1/completions", completion_body(ids(10), false, 4)).status == 200);
   CHECK(h.wait_idle());
 }
@@ -197,35 +203,29 @@ TEST_CASE("http: sampling out of range is refused once, by the engine, under the
   FakeEngineOptions options;
   options.max_model_len = 32;
   Harness h(test_config(), options);
-  auto refused = [&](const std::string& target, const std::string& body, const std::string& words,
-                     const std::string& param) {
-    INFO(body);
-    const HttpResult r = post(h.port, target, body);
-    CHECK(r.status == 400);
-    if (r.status != 400) return;
-    const std::string message = error_of(r).at("message").as_string().c_str();
-    INFO(message);
-    CHECK(message.find(words) != std::string::npos);
-    CHECK(error_of(r).at("param") == param.c_str());
-  };
   const std::string chat = R"({"model": "toy", "messages": [{"role": "user", "content": "hi"}])";
-  refused("/v1/chat/completions", chat + R"(, "temperature": -1})", "temperature must be a finite number >= 0",
-          "temperature");
-  refused("/v1/chat/completions", chat + R"(, "top_p": 0})", "top_p must be in (0, 1], got 0", "top_p");
-  refused("/v1/chat/completions", chat + R"(, "top_p": 1.5})", "top_p must be in (0, 1], got 1.5", "top_p");
-  refused("/v1/chat/completions", chat + R"(, "min_p": 2})", "min_p must be in [0, 1]", "min_p");
-  refused("/v1/chat/completions", chat + R"(, "presence_penalty": 3})", "[-2, 2]", "presence_penalty");
-  refused("/v1/chat/completions", chat + R"(, "frequency_penalty": -2.5})", "[-2, 2]", "frequency_penalty");
-  refused("/v1/chat/completions", chat + R"(, "repetition_penalty": 0})", "a finite number > 0",
-          "repetition_penalty");
-  refused("/v1/chat/completions", chat + R"(, "min_tokens": 9, "max_tokens": 3})", "min_tokens must be",
-          "min_tokens");
-  refused("/v1/completions", completion_body(R"("ab")", false, 4).insert(1, R"("top_p": -1, )"), "top_p must be",
-          "top_p");
+  check_refused(h.port, "/v1/chat/completions",
+                chat + R"(, "temperature": -1})", "temperature must be a finite number >= 0",
+                "temperature");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "top_p": 0})", "top_p must be in (0, 1], got 0", "top_p");
+  check_refused(h.port, "/v1/chat/completions",
+                chat + R"(, "top_p": 1.5})", "top_p must be in (0, 1], got 1.5", "top_p");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "min_p": 2})", "min_p must be in [0, 1]", "min_p");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "presence_penalty": 3})", "[-2, 2]", "presence_penalty");
+  check_refused(h.port, "/v1/chat/completions",
+                chat + R"(, "frequency_penalty": -2.5})", "[-2, 2]", "frequency_penalty");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "repetition_penalty": 0})", "a finite number > 0",
+                "repetition_penalty");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "min_tokens": 9, "max_tokens": 3})", "min_tokens must be",
+                "min_tokens");
+  check_refused(h.port, "/v1/completions",
+                completion_body(R"("ab")", false, 4).insert(1, R"("top_p": -1, )"), "top_p must be",
+                "top_p");
   // Prompt plus output beyond the context names the field the client sent.
-  refused("/v1/chat/completions", chat + R"(, "max_completion_tokens": 31})", "However, you requested",
-          "max_completion_tokens");
-  refused("/v1/chat/completions", chat + R"(, "max_tokens": 31})", "However, you requested", "max_tokens");
+  check_refused(h.port, "/v1/chat/completions", chat + R"(, "max_completion_tokens": 31})", "However, you requested",
+                "max_completion_tokens");
+  check_refused(h.port, "/v1/chat/completions",
+                chat + R"(, "max_tokens": 31})", "However, you requested", "max_tokens");
   CHECK(post(h.port, "/v1/chat/completions", chat + R"(, "max_tokens": 2, "top_p": 0.5})").status == 200);
   CHECK(h.wait_idle());
 }
