@@ -14,7 +14,7 @@ LOAD_WAIT="${LOAD_WAIT:-300}"
 ALLOW_LOADED="${ALLOW_LOADED:-0}"
 
 load_1min() { cut -d' ' -f1 /proc/loadavg; }
-load_above() { awk -v l="$(load_1min)" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; }
+load_above() { awk -v l="$(load_1min)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'; }
 
 # Waits for a quiet machine before the pair named $1. Sets PAIR_LABEL to ""
 # (quiet) or "LOADED (1-min load X > MAX_LOAD)"; exits 3 when the machine
