@@ -187,6 +187,33 @@ TEMPLATE_TEST_CASE("against PagedKVCache, a preempted and resumed request yields
   CHECK(nonzero_ref_counts(kv) == 0);
 }
 
+TEST_CASE("against PagedKVCache, a victim preempted after its step was planned leaves no key on unwritten blocks",
+          "[scheduler][preemption][paged]") {
+  // Four blocks of 4. The low-priority request L is served first (admission
+  // order); its decode token, position 7, fills block 1, whose key is
+  // registered at allocation. Then H, served second, needs a block: none is
+  // free, L is the victim, and L's step never runs. Block 1 must not keep a
+  // key for a row nobody wrote: H takes it as a plain free block.
+  izwi::PriorityScheduler scheduler(small_config(64, 4));
+  SmallPaged kv = make_paged(4);
+  Driver driver(scheduler, kv);
+  scheduler.add(grouped_request(1, 0, 6, 6, 10, 0.0, 5));
+  driver.step();  // L's prompt: positions 0..5
+  scheduler.add(grouped_request(2, 1, 8, 8, 10, 1.0, 0));
+  driver.step();  // L's position 6; H's prompt: every block in use
+  REQUIRE(driver.preempted.empty());
+  driver.step();  // L's position 7 planned, then L preempted for H's position 8
+  REQUIRE(driver.preempted == std::vector<RequestId>{1});
+  CHECK(kv.stats().evictions == 0);  // block 1 held no key when H took it
+  const izwi::SequenceState* victim = scheduler.find(1);
+  REQUIRE(victim != nullptr);
+  std::vector<izwi::TokenId> longer(victim->tokens.begin(), victim->tokens.end());
+  longer.push_back(3);
+  CHECK(kv.find_cached_prefix(izwi::SequenceView{99, longer, &victim->prefix_keys}).num_tokens == 4);  // block 0
+  CHECK(driver.problem == "");
+  CHECK(kv.check_invariants() == "");
+}
+
 TEST_CASE("against PagedKVCache, a request larger than the cache fails with error", "[scheduler][paged]") {
   FcfsScheduler scheduler(small_config(64, 4));
   SmallPaged kv = make_paged(4);

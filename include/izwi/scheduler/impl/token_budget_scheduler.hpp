@@ -338,7 +338,9 @@ template <class Q, class V, class O>
 template <class KV>
 void TokenBudgetScheduler<Q, V, O>::preempt(std::size_t running_index, KV& kv) {
   SequenceState& s = *running_[running_index];
-  kv.free(s.id());
+  // A victim already scheduled this step has blocks (and prefix-cache keys)
+  // for tokens its step will now never write: free only what it holds.
+  free_blocks(kv, s.id(), s.num_computed_tokens, false);
   drop_decision(s);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   requeue_preempted(s);
@@ -351,7 +353,7 @@ template <class KV>
 void TokenBudgetScheduler<Q, V, O>::fail(std::size_t running_index, KV& kv) {
   SequenceState& s = *running_[running_index];
   const RequestId id = s.id();
-  kv.free(id);
+  free_blocks(kv, id, s.num_computed_tokens, false);
   drop_decision(s);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   plan_.failed.push_back(id);
