@@ -405,7 +405,7 @@ TEST_CASE("a stale hit (its blocks reused since the lookup) is refused", "[kv_ca
   auto c = make_sequence(3, token_run(12, 6000));
   REQUIRE(kv.allocate_slots(c.view(), 0, 12, {}));
   kv.free(3);  // c's blocks are now cached under c's keys
-  const PrefixHit stale{8, hit_blocks};
+  const PrefixHit stale{8, hit_blocks, {}};
   REQUIRE_FALSE(kv.allocate_slots(b.view(), 8, 1, stale));
   REQUIRE(kv.block_table(2).empty());
   REQUIRE(kv.check_invariants().empty());
@@ -524,6 +524,179 @@ TEST_CASE("stats fill every field", "[kv_cache][stats]") {
   CHECK(s.usage() == Approx(3.0 / 8.0));
 }
 
+namespace {
+
+/// Writes, in every layer's K and V, a value naming (layer, array, token, position) into each of
+/// the sequence's positions [begin, end): what its step would have computed.
+void write_rows(Cache& kv, const izwi::test::TestSequence& s, std::size_t begin, std::size_t end) {
+  const std::size_t row = small_shape.row_elements();
+  const auto t = kv.block_table(s.id);
+  for (std::uint32_t l = 0; l < small_shape.num_layers; ++l) {
+    for (int kind = 0; kind < 2; ++kind) {
+      auto* base = reinterpret_cast<float*>(kind ? kv.layer(l).values : kv.layer(l).keys);
+      for (std::size_t pos = begin; pos < end; ++pos) {
+        float* r = base + (t[pos / 4] * 4 + pos % 4) * row;
+        for (std::size_t e = 0; e < row; ++e) r[e] = static_cast<float>(((l * 2 + kind) * 1000 + s.tokens[pos]) * 100 + pos);
+      }
+    }
+  }
+}
+
+/// True when the sequence's positions [0, end) hold what write_rows put there for these tokens.
+bool rows_hold(Cache& kv, const izwi::test::TestSequence& s, std::size_t end) {
+  const std::size_t row = small_shape.row_elements();
+  const auto t = kv.block_table(s.id);
+  for (std::uint32_t l = 0; l < small_shape.num_layers; ++l) {
+    for (int kind = 0; kind < 2; ++kind) {
+      const auto* base = reinterpret_cast<const float*>(kind ? kv.layer(l).values : kv.layer(l).keys);
+      for (std::size_t pos = 0; pos < end; ++pos) {
+        const float* r = base + (t[pos / 4] * 4 + pos % 4) * row;
+        for (std::size_t e = 0; e < row; ++e) {
+          if (r[e] != static_cast<float>(((l * 2 + kind) * 1000 + s.tokens[pos]) * 100 + pos)) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/// Allocates and "computes" the whole sequence, using whatever the cache holds.
+PrefixHit admit_and_write(Cache& kv, const izwi::test::TestSequence& s) {
+  const PrefixHit hit = admit(kv, s);
+  write_rows(kv, s, hit.num_tokens, s.tokens.size());
+  return hit;
+}
+
+}  // namespace
+
+TEST_CASE("a freed sequence's partly filled last block is copied for a sequence that continues it",
+          "[kv_cache][prefix][partial]") {
+  Cache kv(small_shape, blocks(16));
+  auto a = make_sequence(1, token_run(10));  // two full blocks and two rows
+  admit_and_write(kv, a);
+  const auto ta = table(kv, 1);
+  CHECK(kv.num_partial_blocks() == 0);  // remembered only once freed: a live block still grows
+  kv.free(1);
+  CHECK(kv.num_partial_blocks() == 1);
+
+  // A beam forked from a: its tokens and one more.
+  auto b = make_sequence(2, a.tokens);
+  b.tokens.push_back(999);
+  const auto hits_before = kv.stats().prefix_cache_hits;
+  const PrefixHit hit = kv.find_cached_prefix(b.view());
+  CHECK(hit.num_tokens == 10);
+  CHECK(hit.blocks.size() == 2);
+  CHECK(hit.partial.source == ta[2]);
+  CHECK(hit.partial.rows == 2);
+  CHECK(kv.stats().prefix_cache_hits - hits_before == 10);
+  REQUIRE(kv.allocate_slots(b.view(), hit.num_tokens, 1, hit));
+  const auto tb = table(kv, 2);
+  CHECK(tb[0] == ta[0]);
+  CHECK(tb[1] == ta[1]);
+  CHECK(tb[2] != ta[2]);                  // its own block: b writes position 10 into it
+  CHECK(kv.ref_count(ta[2]) == 0);        // the source was copied, not taken
+  CHECK(rows_hold(kv, b, 10));            // rows 8 and 9 arrived with the copy
+  CHECK(kv.check_invariants().empty());
+  write_rows(kv, b, 10, 11);
+  kv.free(2);
+  CHECK(kv.num_partial_blocks() == 2);    // a's two rows and b's three
+
+  // Two beams of the next round, one continuing b, one diverging after a: each
+  // copies the longest run its tokens share.
+  auto c = make_sequence(3, b.tokens);
+  c.tokens.push_back(5);
+  const PrefixHit from_b = kv.find_cached_prefix(c.view());
+  CHECK(from_b.partial.source == tb[2]);
+  CHECK(from_b.partial.rows == 3);
+  auto d = make_sequence(4, token_run(9));
+  d.tokens.insert(d.tokens.end(), {42, 43});
+  const PrefixHit from_a = kv.find_cached_prefix(d.view());
+  CHECK(from_a.num_tokens == 9);
+  CHECK(from_a.partial.rows == 1);  // a's block and b's both share position 8 with d; either will do
+  CHECK((from_a.partial.source == ta[2] || from_a.partial.source == tb[2]));
+  REQUIRE(kv.allocate_slots(d.view(), from_a.num_tokens, 2, from_a));
+  CHECK(rows_hold(kv, d, 9));
+  write_rows(kv, d, 9, 11);
+  kv.free(4);
+
+  // The cap: the last token is always computed, so a sequence equal to a
+  // takes one row, and one that ends at a's full blocks takes none.
+  auto e = make_sequence(5, a.tokens);
+  CHECK(kv.find_cached_prefix(e.view()).num_tokens == 9);
+  auto f = make_sequence(6, token_run(9));
+  CHECK(kv.find_cached_prefix(f.view()).partial.rows == 0);
+  CHECK(kv.find_cached_prefix(f.view()).num_tokens == 8);
+  // Other keys (a salt) see nothing of a's blocks.
+  auto g = make_sequence(7, b.tokens, PrefixCacheKeys{.root = 7});
+  CHECK(kv.find_cached_prefix(g.view()).num_tokens == 0);
+  CHECK(kv.check_invariants().empty());
+}
+
+TEST_CASE("a remembered partial block is forgotten when reused, refused when stale, and never unwritten",
+          "[kv_cache][prefix][partial]") {
+  SECTION("reused: the block goes back into service and the rows are gone from the cache") {
+    Cache kv(small_shape, blocks(4));
+    auto a = make_sequence(1, token_run(6));
+    admit_and_write(kv, a);
+    kv.free(1);
+    REQUIRE(kv.num_partial_blocks() == 1);
+    auto big = make_sequence(2, token_run(16, 5000));  // takes every block
+    REQUIRE(kv.allocate_slots(big.view(), 0, 16, {}));
+    CHECK(kv.num_partial_blocks() == 0);
+    kv.free(2);
+    auto b = make_sequence(3, token_run(7));
+    CHECK(kv.find_cached_prefix(b.view()).partial.rows == 0);
+    CHECK(kv.check_invariants().empty());
+  }
+  SECTION("stale: a hit whose source was reused since the lookup is refused, changing nothing") {
+    Cache kv(small_shape, blocks(5));
+    auto a = make_sequence(1, token_run(6));
+    admit_and_write(kv, a);
+    const auto ta = table(kv, 1);
+    kv.free(1);  // free list, head first: 3 4 5, then a's partial block, then its full one
+    auto b = make_sequence(2, token_run(7));
+    const PrefixHit hit = kv.find_cached_prefix(b.view());
+    REQUIRE(hit.partial.rows == 2);
+    const std::vector<BlockId> hit_blocks(hit.blocks.begin(), hit.blocks.end());
+    const PrefixHit kept{hit.num_tokens, hit_blocks, hit.partial};  // against the contract, kept past other calls
+    auto big = make_sequence(3, token_run(16, 5000));  // four blocks: reuses the partial one, not the full one
+    REQUIRE(kv.allocate_slots(big.view(), 0, 16, {}));
+    CHECK(std::count(kv.block_table(3).begin(), kv.block_table(3).end(), ta[1]) == 1);
+    kv.free(3);
+    const auto before = kv.stats();
+    CHECK_FALSE(kv.allocate_slots(b.view(), kept.num_tokens, 1, kept));
+    CHECK(kv.block_table(2).empty());
+    CHECK(kv.stats().num_free_blocks == before.num_free_blocks);
+    CHECK(kv.check_invariants().empty());
+  }
+  SECTION("unwritten: a sequence freed before its last step ran leaves no rows behind") {
+    Cache kv(small_shape, blocks(8));
+    auto a = make_sequence(1, token_run(6));
+    REQUIRE(kv.allocate_slots(a.view(), 0, 5, {}));
+    a.tokens.push_back(77);
+    REQUIRE(kv.allocate_slots(a.view(), 5, 1, {}));  // planned, then preempted before it ran
+    kv.free_unwritten(1, 5);
+    CHECK(kv.num_partial_blocks() == 0);
+    auto c = make_sequence(2, token_run(6));
+    REQUIRE(kv.allocate_slots(c.view(), 0, 6, {}));
+    kv.free_unwritten(2, 6);  // every planned token written: remembered
+    CHECK(kv.num_partial_blocks() == 1);
+  }
+  SECTION("off: reuse_partial_blocks = false, or no prefix caching, remembers nothing") {
+    for (const bool caching : {true, false}) {
+      PagedKVCacheConfig config = blocks(8, caching);
+      config.reuse_partial_blocks = false;
+      Cache kv(small_shape, config);
+      auto a = make_sequence(1, token_run(6));
+      admit_and_write(kv, a);
+      kv.free(1);
+      CHECK(kv.num_partial_blocks() == 0);
+      auto b = make_sequence(2, token_run(7));
+      CHECK(kv.find_cached_prefix(b.view()).partial.rows == 0);
+    }
+  }
+}
+
 TEST_CASE("randomized allocate/extend/free keeps every invariant and returns every block",
           "[kv_cache][property]") {
   const std::uint32_t seed = GENERATE(20261122u, 7u, 1234567u);
@@ -556,9 +729,13 @@ TEST_CASE("randomized allocate/extend/free keeps every invariant and returns eve
     k[1] = static_cast<float>(l.seq.keys.root);
     k[2] = static_cast<float>(in_audio(l, pos) ? l.seq.keys.audio_hash : 0);
   };
+  // After an allocation that adopted a hit: the sequence's own table must
+  // hold the hit's tokens, in the shared full blocks and the copied rows alike.
   const auto check_hit = [&](const Live& l, const PrefixHit& hit) {
+    const auto own = kv.block_table(l.seq.id);
+    REQUIRE(std::equal(hit.blocks.begin(), hit.blocks.end(), own.begin()));
     for (std::size_t pos = 0; pos < hit.num_tokens; ++pos) {
-      const BlockId blk = hit.blocks[pos / 4];
+      const BlockId blk = own[pos / 4];
       const auto* k = reinterpret_cast<const float*>(kv.layer(0).keys) + (blk * 4 + pos % 4) * row;
       REQUIRE(k[0] == static_cast<float>(l.seq.tokens[pos]));
       REQUIRE(k[1] == static_cast<float>(l.seq.keys.root));
@@ -566,7 +743,7 @@ TEST_CASE("randomized allocate/extend/free keeps every invariant and returns eve
     }
   };
 
-  std::uint64_t refusals = 0, hits = 0;
+  std::uint64_t refusals = 0, hits = 0, partial_hits = 0;
   for (int op = 0; op < 3000; ++op) {
     const std::size_t kind = uniform(0, 9);
     if (kind <= 1 && live.size() < 8) {  // a request arrives
@@ -595,16 +772,18 @@ TEST_CASE("randomized allocate/extend/free keeps every invariant and returns eve
       if (kv.block_table(l.seq.id).empty() && computed == 0) {
         hit = kv.find_cached_prefix(l.seq.view());
         REQUIRE(hit.num_tokens < l.seq.tokens.size());
-        REQUIRE(hit.num_tokens % 4 == 0);
-        check_hit(l, hit);
+        REQUIRE(hit.num_tokens == hit.blocks.size() * 4 + hit.partial.rows);
+        REQUIRE(hit.partial.rows < 4);
         computed = hit.num_tokens;
         if (hit.num_tokens) ++hits;
+        if (hit.partial.rows) ++partial_hits;
       }
       const std::size_t chunk = uniform(1, l.seq.tokens.size() - computed);
       const auto before = kv.stats();
       const std::vector<BlockId> table_before(kv.block_table(l.seq.id).begin(), kv.block_table(l.seq.id).end());
       if (kv.allocate_slots(l.seq.view(), computed, chunk, hit)) {
         REQUIRE(kv.block_table(l.seq.id).size() * 4 >= computed + chunk);
+        check_hit(l, hit);
         for (std::size_t pos = computed; pos < computed + chunk; ++pos) write_slot(l, pos);
         l.num_computed = computed + chunk;
       } else {
@@ -632,5 +811,6 @@ TEST_CASE("randomized allocate/extend/free keeps every invariant and returns eve
   // The run exercised what it claims to.
   CHECK(refusals > 0);
   CHECK(hits > 0);
+  CHECK(partial_hits > 0);
   CHECK(kv.stats().evictions > 0);
 }

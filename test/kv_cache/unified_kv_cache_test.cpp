@@ -429,3 +429,34 @@ TEST_CASE("UnifiedKVCache on another memory resource zeroes its null block and r
   }
   CHECK(memory->deallocations == 1);
 }
+
+TEST_CASE("UnifiedKVCache copies a remembered partial block's rows, and drops them under pressure",
+          "[kv_cache][unified][partial]") {
+  ManualMemoryPressureSource pressure;
+  Cache kv(small_shape, test_config(8), pressure);
+  const std::size_t row = small_shape.row_elements();
+  const auto first_key = [&](izwi::BlockId b) { return reinterpret_cast<float*>(kv.layer(1).keys) + b * 4 * row; };
+  auto a = make_sequence(1, token_run(6));
+  REQUIRE(kv.allocate_slots(a.view(), 0, 6, {}));
+  const izwi::BlockId source = kv.block_table(1)[1];
+  first_key(source)[0] = 42.0f;  // position 4, layer 1: what a's step wrote
+  kv.free(1);
+
+  auto b = make_sequence(2, token_run(7));
+  const izwi::PrefixHit hit = kv.find_cached_prefix(b.view());
+  CHECK(hit.num_tokens == 6);
+  CHECK(hit.partial.rows == 2);
+  REQUIRE(kv.allocate_slots(b.view(), 6, 1, hit));
+  const izwi::BlockId own = kv.block_table(2)[1];
+  CHECK(own != source);
+  CHECK(first_key(own)[0] == 42.0f);
+  kv.free(2);
+  CHECK(kv.num_partial_blocks() == 2);
+
+  pressure.set(0.10);  // warning: cached free blocks go, remembered partial ones with them
+  kv.admission_advice();
+  CHECK(kv.num_partial_blocks() == 0);
+  auto c = make_sequence(3, token_run(7));
+  CHECK(kv.find_cached_prefix(c.view()).num_tokens == 0);
+  CHECK(kv.check_invariants().empty());
+}

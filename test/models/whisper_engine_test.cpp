@@ -44,7 +44,7 @@ static_assert(HasRequestRelease<WhisperCpuExecutor> && HasDetokenizer<WhisperCpu
 /// as_whisper_cpp: decode as whisper-cli does by default (no forced initial
 /// timestamp, the non-speech symbols allowed) for comparisons with its goldens.
 std::unique_ptr<WhisperEngine> make_engine(std::size_t token_budget = 8192, DType kv = DType::f32,
-                                           bool as_whisper_cpp = false) {
+                                           bool as_whisper_cpp = false, bool reuse_partial_blocks = true) {
   WhisperCpuExecutorConfig executor_config;
   executor_config.num_threads = 2;
   executor_config.initial_timestamp = !as_whisper_cpp;
@@ -52,6 +52,7 @@ std::unique_ptr<WhisperEngine> make_engine(std::size_t token_budget = 8192, DTyp
   WhisperCpuExecutor executor(model("ggml-model.bin", kv), executor_config);
   PagedKVCacheConfig cache_config;
   cache_config.byte_budget = std::size_t{160} << 20;  // five requests of the tiny shape in f32
+  cache_config.reuse_partial_blocks = reuse_partial_blocks;
   PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
   SchedulerConfig scheduler;
   scheduler.max_num_batched_tokens = token_budget;
@@ -300,10 +301,19 @@ TEST_CASE("beam_search on the Whisper engine: width 1 is greedy, width 5 is well
         std::vector<TokenId>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(compared)));
 
   options.beam_width = 5;
+  // Tokens computed for prompts: those looked up less those found (each request is looked up once).
+  const auto computed_so_far = [](auto& e) {
+    const auto st = e.kv_cache().stats();
+    return st.prefix_cache_queries - st.prefix_cache_hits;
+  };
   const auto hits_before = engine->kv_cache().stats().prefix_cache_hits;
+  const auto computed_before = computed_so_far(*engine);
   const BeamSearchResult five = beam_search(engine_generate_all(*engine), base, eos, options);
-  // Every beam request of every round found the audio's blocks cached.
+  // Every beam request of every round found the audio's blocks cached, and
+  // its parent's rows: each computed its last token only (a beam's partly
+  // filled block is copied from its parent's, not recomputed).
   CHECK(engine->kv_cache().stats().prefix_cache_hits - hits_before >= five.num_requests * model("ggml-model.bin").audio_positions());
+  CHECK(computed_so_far(*engine) - computed_before == five.num_requests);
   CHECK(five.num_requests <= 5 * options.max_tokens);
   CHECK(std::is_sorted(five.hypotheses.begin(), five.hypotheses.end(),
                        [](const auto& a, const auto& b) { return a.score > b.score; }));
@@ -315,6 +325,19 @@ TEST_CASE("beam_search on the Whisper engine: width 1 is greedy, width 5 is well
   CHECK(again.best().tokens == five.best().tokens);
   engine->stop();
   check_nothing_held(*engine);
+
+  // Copied rows = recomputed rows: the same search on a cache that recomputes
+  // every partly filled block finds the same beams, computing more.
+  auto recomputing = make_engine(8192, DType::f32, false, false);
+  recomputing->run();
+  const auto recomputed_before = computed_so_far(*recomputing);
+  const BeamSearchResult recomputed = beam_search(engine_generate_all(*recomputing), base, eos, options);
+  CHECK(recomputed.num_requests == five.num_requests);
+  CHECK(recomputed.best().tokens == five.best().tokens);
+  CHECK(recomputed.best().sum_logprob == Approx(five.best().sum_logprob).margin(1e-3));
+  CHECK(computed_so_far(*recomputing) - recomputed_before > five.num_requests);
+  recomputing->stop();
+  check_nothing_held(*recomputing);
 }
 
 namespace {
@@ -411,10 +434,11 @@ TEST_CASE("Transcriber with beam_size 5: aborting the beams mid-search frees eve
   if (!testing::have_whisper_fixtures()) return;
   const Whisper& m = model("ggml-model.bin");
   const auto samples = std::make_shared<const std::vector<float>>(window_samples_of(windows[0].file));
-  // A budget of 24 tokens a step: a round of five beams (each computing the
-  // tokens after the cached audio) spans steps, so the abort finds beams
-  // holding blocks.
-  auto engine = make_engine(24);
+  // A budget of 24 tokens a step, and a cache that recomputes each beam's
+  // partly filled block instead of copying it (with the copy a beam computes
+  // one token and is never caught holding blocks between steps): a round of
+  // five beams spans steps, so the abort finds beams holding blocks.
+  auto engine = make_engine(24, DType::f32, false, false);
   const std::size_t free_before = engine->kv_cache().stats().num_free_blocks;
   asr::Transcriber t(*m.tokenizer(), samples, beam_options(5));
   transcribe_on(*engine, t, 8);  // once a round of five beams is in the engine

@@ -153,9 +153,11 @@ TEST_CASE("a prefix-cache hit counts as computed tokens", "[scheduler][paged]") 
   scheduler.add(grouped_request(2, 0, 18, 18, 1, 1.0));
   const StepPlan& plan = driver.step();
   REQUIRE(plan.sequences.size() == 1);
-  CHECK(plan.sequences[0].num_computed_tokens == 16);
-  CHECK(plan.sequences[0].num_tokens == 2);
-  CHECK(plan.num_scheduled_tokens == 2);
+  // Four full blocks, and request 1's last block (positions 16, 17) copied
+  // up to the last token, which is computed for its logits.
+  CHECK(plan.sequences[0].num_computed_tokens == 17);
+  CHECK(plan.sequences[0].num_tokens == 1);
+  CHECK(plan.num_scheduled_tokens == 1);
   CHECK(driver.problem == "");
 }
 

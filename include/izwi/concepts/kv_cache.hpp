@@ -7,8 +7,10 @@
 //   typename K::memory_space                   where the tensors live (see memory_space.hpp)
 //   ck.block_size()            -> size_t       tokens per block
 //   ck.shape()                 -> const KVCacheShape&
-//   k.find_cached_prefix(seq)  -> PrefixHit    longest cached run of full blocks, at most
-//                                              tokens.size()-1 tokens; takes no references
+//   k.find_cached_prefix(seq)  -> PrefixHit    longest cached run of full blocks (and, where
+//                                              the cache keeps them, a partly filled block's
+//                                              rows), at most tokens.size()-1 tokens; takes no
+//                                              references
 //   k.allocate_slots(seq, num_computed, num_new, hit) -> bool
 //                                              make blocks cover [0, num_computed + num_new);
 //                                              `hit` (from find_cached_prefix, same step) is
@@ -35,12 +37,24 @@
 
 namespace izwi {
 
-/// A prefix-cache lookup result: `num_tokens` (a multiple of the block size)
-/// are already computed in `blocks`. The span points into the cache's scratch
-/// storage and is valid until the next call on that cache.
+/// The first `rows` positions of a partly filled block that a finished
+/// sequence left behind, equal to the looked-up sequence's tokens right after
+/// the hit's full blocks. A cache that reports one copies those rows into the
+/// sequence's own next block when the hit is adopted (never shares the block:
+/// the sequence writes the rest of it).
+struct PartialBlockHit {
+  BlockId source = null_block;
+  std::size_t rows = 0;
+};
+
+/// A prefix-cache lookup result: `num_tokens` are already computed, in the
+/// full `blocks` (blocks.size() x block size tokens) and then `partial.rows`
+/// more. The span points into the cache's scratch storage and is valid until
+/// the next call on that cache.
 struct PrefixHit {
   std::size_t num_tokens = 0;
   std::span<const BlockId> blocks;
+  PartialBlockHit partial;
 };
 
 /// Storage of one layer. Both arrays are laid out

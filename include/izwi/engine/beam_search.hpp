@@ -5,8 +5,10 @@
 // asked for); all beams of a round go to the engine together, so one step
 // computes them as a batch, and the prefix cache shares what they have in
 // common. Beams forked from one parent share its full KV blocks (a full block
-// is never written again, so sharing is copy-on-write by construction); only
-// the tail of a partly filled block is recomputed per beam and round. Every
+// is never written again, so sharing is copy-on-write by construction), and
+// the rows of its partly filled last block are copied into each child's own
+// block (PagedKVCache and UnifiedKVCache remember a freed sequence's last
+// block), so a child computes its one new token. Every
 // family whose executor filters logits from the whole known sequence
 // (Whisper's timestamp rules do) sees a beam exactly as it would see the same
 // tokens generated.

@@ -48,6 +48,11 @@ struct PagedKVCacheConfig {
   std::size_t max_num_blocks = std::size_t{1} << 20;
   /// Share full blocks between sequences with equal prefixes.
   bool enable_prefix_caching = true;
+  /// Also remember the partly filled last block of a finished sequence and,
+  /// for a later sequence that starts with the same tokens (a beam forked from
+  /// it, a chat's next turn), copy the matching rows into a block of its own,
+  /// so only what is new is computed. Needs enable_prefix_caching.
+  bool reuse_partial_blocks = true;
 };
 
 template <std::size_t BlockSize = 16>
@@ -74,20 +79,28 @@ class PagedKVCache {
   const KVCacheShape& shape() const noexcept { return shape_; }
   const PagedKVCacheConfig& config() const noexcept { return config_; }
 
-  /// Longest run of cached full blocks at the start of `seq.tokens`, at most
-  /// tokens.size() - 1 tokens (the last token is recomputed for its logits).
+  /// Longest run of cached full blocks at the start of `seq.tokens`, then the
+  /// most rows of a remembered partial block that continue it (with
+  /// reuse_partial_blocks), at most tokens.size() - 1 tokens in all (the last
+  /// token is recomputed for its logits).
   /// Takes no references: pass the hit to allocate_slots before any other call.
   /// Counts tokens.size() queried and the result's num_tokens hit.
   PrefixHit find_cached_prefix(const SequenceView& seq) { return blocks_.find_cached_prefix(seq); }
 
   /// Makes seq's block table cover positions [0, num_computed + num_new),
-  /// adopting `hit` first when the sequence holds no blocks yet. Returns false,
-  /// changing nothing, when the free blocks do not suffice.
+  /// adopting `hit` first when the sequence holds no blocks yet (a partial
+  /// part's rows are copied into the sequence's next block here). Returns
+  /// false, changing nothing, when the free blocks do not suffice or the hit
+  /// is stale.
   bool allocate_slots(const SequenceView& seq, std::size_t num_computed, std::size_t num_new, PrefixHit hit = {}) {
-    return blocks_.allocate_slots(seq, num_computed, num_new, hit);
+    detail::BlockRowCopy copy;
+    if (!blocks_.allocate_slots(seq, num_computed, num_new, hit, &copy)) return false;
+    if (copy.rows != 0) layout_.copy_block_rows(storage_.data(), copy.from, copy.to, copy.rows, row_bytes());
+    return true;
   }
 
-  /// Releases the sequence's blocks, last block first. Unknown ids are ignored.
+  /// Releases the sequence's blocks, last block first, remembering a partly
+  /// filled last block (reuse_partial_blocks). Unknown ids are ignored.
   void free(RequestId id) noexcept { blocks_.free(id); }
   /// free(id) for a sequence preempted after its step was planned: blocks past
   /// its first num_written_tokens tokens lose their prefix-cache keys (unwritten).
@@ -109,12 +122,15 @@ class PagedKVCache {
   // --- introspection, for tests and metrics -----------------------------------
   std::uint32_t ref_count(BlockId b) const noexcept { return blocks_.ref_count(b); }
   std::size_t num_sequences() const noexcept { return blocks_.num_sequences(); }
+  /// Free blocks remembered as partly filled last blocks.
+  std::size_t num_partial_blocks() const noexcept { return blocks_.num_partial_blocks(); }
   /// First violated invariant of the block bookkeeping, or empty (see
   /// detail::BlockManager::check_invariants).
   std::string check_invariants() const { return blocks_.check_invariants(); }
 
  private:
   static std::size_t usable_blocks(const KVCacheShape& shape, const PagedKVCacheConfig& config);
+  std::size_t row_bytes() const noexcept { return shape_.row_elements() * dtype_size(shape_.dtype); }
 
   KVCacheShape shape_;
   PagedKVCacheConfig config_;

@@ -67,6 +67,12 @@ struct UnifiedKVCacheConfig {
   /// bookkeeping would otherwise dwarf their K/V.
   std::size_t max_num_blocks = std::size_t{1} << 20;
   bool enable_prefix_caching = true;
+  /// Also remember the partly filled last block of a finished sequence and,
+  /// for a later sequence that starts with the same tokens (a beam forked from
+  /// it, a chat's next turn), copy the matching rows into a block of its own,
+  /// so only what is new is computed. Needs enable_prefix_caching; remembered
+  /// blocks are evicted with the cached ones under pressure.
+  bool reuse_partial_blocks = true;
   MemoryPressureThresholds thresholds;
   /// Minimum time between two readings of the pressure source; 0 reads on every call.
   std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
@@ -108,11 +114,16 @@ class UnifiedKVCache {
 
   /// As PagedKVCache::find_cached_prefix.
   PrefixHit find_cached_prefix(const SequenceView& seq) { return blocks_.find_cached_prefix(seq); }
-  /// As PagedKVCache::allocate_slots: false, changing nothing, when the free blocks do not suffice.
+  /// As PagedKVCache::allocate_slots: false, changing nothing, when the free
+  /// blocks do not suffice or the hit is stale; a partial part's rows are copied here.
   bool allocate_slots(const SequenceView& seq, std::size_t num_computed, std::size_t num_new, PrefixHit hit = {}) {
-    return blocks_.allocate_slots(seq, num_computed, num_new, hit);
+    detail::BlockRowCopy copy;
+    if (!blocks_.allocate_slots(seq, num_computed, num_new, hit, &copy)) return false;
+    if (copy.rows != 0) layout_.copy_block_rows(storage_.data(), copy.from, copy.to, copy.rows, row_bytes());
+    return true;
   }
-  /// Releases the sequence's blocks, last block first. Unknown ids are ignored.
+  /// Releases the sequence's blocks, last block first, remembering a partly
+  /// filled last block (reuse_partial_blocks). Unknown ids are ignored.
   void free(RequestId id) noexcept { blocks_.free(id); }
   /// free(id) for a sequence preempted after its step was planned: blocks past
   /// its first num_written_tokens tokens lose their prefix-cache keys (unwritten).
@@ -141,10 +152,12 @@ class UnifiedKVCache {
   std::uint64_t released_bytes() const noexcept { return released_bytes_; }
   std::uint32_t ref_count(BlockId b) const noexcept { return blocks_.ref_count(b); }
   std::size_t num_sequences() const noexcept { return blocks_.num_sequences(); }
+  std::size_t num_partial_blocks() const noexcept { return blocks_.num_partial_blocks(); }
   std::string check_invariants() const { return blocks_.check_invariants(); }
 
  private:
   static std::size_t usable_blocks(const KVCacheShape& shape, const UnifiedKVCacheConfig& config);
+  std::size_t row_bytes() const noexcept { return shape_.row_elements() * dtype_size(shape_.dtype); }
   void poll_if_due();
   /// Gives back the pages of `ids` (free, uncached blocks), coalescing runs of adjacent ids.
   void release_pages(std::vector<BlockId>& ids) noexcept;

@@ -53,6 +53,15 @@ struct KVStorageLayout {
     std::byte* keys = base + 2u * layer * array_bytes;
     return {keys, keys + array_bytes};
   }
+  /// Copies the first `rows` token positions of block `from` into block `to`,
+  /// in every layer's K and V array (`row_bytes`: one position's bytes).
+  void copy_block_rows(std::byte* base, BlockId from, BlockId to, std::size_t rows,
+                       std::size_t row_bytes) const noexcept {
+    for (std::size_t array = 0; array < 2u * num_layers; ++array) {
+      std::byte* start = base + array * array_bytes;
+      std::memcpy(start + to * block_bytes, start + from * block_bytes, rows * row_bytes);
+    }
+  }
   /// Calls f(offset, length) for the bytes of blocks [first, first + count) in
   /// each of the 2 × num_layers arrays.
   template <class F>

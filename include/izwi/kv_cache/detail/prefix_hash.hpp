@@ -11,6 +11,8 @@
 //   - (audio_hash, audio_offset, audio_length) in every block whose positions overlap the
 //     audio placeholder, so the same placeholder tokens with different audio
 //     never match, while blocks before the audio still do.
+// A partly filled block is remembered under a tail key (tail_key): the same
+// header without the tokens, which are compared one by one instead.
 // XXH3-128 makes an accidental collision practically impossible (a 64-bit key
 // would already be rare; 128 bits removes the question).
 
@@ -37,6 +39,24 @@ class PrefixHasher {
   Hash128 operator()(const Hash128& parent, std::size_t index, std::span<const TokenId> tokens,
                      const PrefixCacheKeys& keys) noexcept {
     std::uint64_t header[header_words] = {};
+    fill_header(header, parent, index, keys);
+    std::memcpy(buffer_.data(), header, sizeof header);
+    std::memcpy(buffer_.data() + sizeof header, tokens.data(), block_size_ * sizeof(TokenId));
+    return hash128(buffer_.data(), buffer_.size());
+  }
+
+  /// Key under which a partly filled block `index` is remembered: everything
+  /// a full block's key holds but its tokens (a partial block's rows are
+  /// matched by comparing the tokens themselves, for any number of rows).
+  Hash128 tail_key(const Hash128& parent, std::size_t index, const PrefixCacheKeys& keys) const noexcept {
+    std::uint64_t header[header_words] = {};
+    fill_header(header, parent, index, keys);
+    return hash128(header, sizeof header);
+  }
+
+ private:
+  void fill_header(std::uint64_t* header, const Hash128& parent, std::size_t index,
+                   const PrefixCacheKeys& keys) const noexcept {
     if (index == 0) {
       header[2] = keys.root;
     } else {
@@ -53,12 +73,8 @@ class PrefixHasher {
       header[4] = keys.audio_hash;
       header[5] = std::uint64_t{keys.audio_offset} | (std::uint64_t{keys.audio_length} << 32);
     }
-    std::memcpy(buffer_.data(), header, sizeof header);
-    std::memcpy(buffer_.data() + sizeof header, tokens.data(), block_size_ * sizeof(TokenId));
-    return hash128(buffer_.data(), buffer_.size());
   }
 
- private:
   static constexpr std::size_t header_words = 6;
   static constexpr std::size_t header_bytes = header_words * sizeof(std::uint64_t);
   std::size_t block_size_;

@@ -22,7 +22,7 @@ PagedKVCache<BlockSize>::PagedKVCache(KVCacheShape shape, PagedKVCacheConfig con
     : shape_(shape),
       config_(config),
       bytes_per_block_((detail::validate_kv_cache_shape(shape), detail::kv_bytes_per_block(shape, BlockSize))),
-      blocks_(BlockSize, usable_blocks(shape, config), config.enable_prefix_caching),
+      blocks_(BlockSize, usable_blocks(shape, config), config.enable_prefix_caching, config.reuse_partial_blocks),
       layout_(shape, BlockSize, blocks_.pool().num_usable_blocks() + 1, detail::kv_array_alignment),
       storage_(layout_.total_bytes(), detail::kv_array_alignment) {
   // The null block is what padded slots point at: keep it zero so a kernel

@@ -36,7 +36,7 @@ UnifiedKVCache<PressureSource, BlockSize>::UnifiedKVCache(KVCacheShape shape, Un
     : shape_(shape),
       config_((config.thresholds.validate(), config)),
       bytes_per_block_((detail::validate_kv_cache_shape(shape), detail::kv_bytes_per_block(shape, BlockSize))),
-      blocks_(BlockSize, usable_blocks(shape, config), config.enable_prefix_caching),
+      blocks_(BlockSize, usable_blocks(shape, config), config.enable_prefix_caching, config.reuse_partial_blocks),
       layout_(shape, BlockSize, blocks_.pool().num_usable_blocks() + 1, detail::MappedRegion::page_size()),
       storage_(config.memory, layout_.total_bytes()),
       source_(std::move(source)) {

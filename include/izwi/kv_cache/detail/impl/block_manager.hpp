@@ -12,9 +12,11 @@ inline bool same_keys(const PrefixCacheKeys& a, const PrefixCacheKeys& b) noexce
 }
 }  // namespace block_manager_detail
 
-inline BlockManager::BlockManager(std::size_t block_size, std::size_t num_usable_blocks, bool enable_prefix_caching)
+inline BlockManager::BlockManager(std::size_t block_size, std::size_t num_usable_blocks, bool enable_prefix_caching,
+                                  bool reuse_partial_blocks)
     : block_size_(block_size),
       prefix_caching_(enable_prefix_caching),
+      reuse_partial_(enable_prefix_caching && reuse_partial_blocks && block_size > 1),
       pool_(num_usable_blocks),
       hasher_(block_size) {
   // A hit never holds more than every block; lookups then never allocate for it.
@@ -90,13 +92,60 @@ inline PrefixHit BlockManager::find_cached_prefix(const SequenceView& seq) {
     if (it == cached_.end()) break;
     hit_scratch_.push_back(it->second);
   }
-  const std::size_t hit_tokens = hit_scratch_.size() * block_size_;
+  const std::size_t full = hit_scratch_.size();
+  PartialBlockHit partial;
+  if (reuse_partial_ && !tails_.empty()) {
+    // Rows of a remembered block that continue the full ones, the last token still excluded.
+    const std::size_t begin = full * block_size_;
+    const std::size_t max_rows = std::min(block_size_ - 1, n - 1 - begin);
+    if (max_rows > 0) {
+      const Hash128 key = hasher_.tail_key(full == 0 ? Hash128{} : (*hashes)[full - 1], full, keys);
+      partial = longest_tail(key, seq.tokens, begin, max_rows);
+    }
+  }
+  const std::size_t hit_tokens = full * block_size_ + partial.rows;
   hits_ += hit_tokens;
-  return {hit_tokens, std::span<const BlockId>(hit_scratch_)};
+  return {hit_tokens, std::span<const BlockId>(hit_scratch_), partial};
+}
+
+inline PartialBlockHit BlockManager::longest_tail(const Hash128& key, std::span<const TokenId> tokens,
+                                                  std::size_t begin, std::size_t max_rows) const {
+  PartialBlockHit best;
+  const auto [first, last] = tails_.equal_range(key);
+  for (auto it = first; it != last; ++it) {
+    const std::vector<TokenId>& held = it->second.tokens;
+    const std::size_t limit = std::min(max_rows, held.size());
+    const auto mismatch = std::mismatch(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit),
+                                        tokens.begin() + static_cast<std::ptrdiff_t>(begin));
+    const auto rows = static_cast<std::size_t>(mismatch.first - held.begin());
+    if (rows > best.rows) best = {it->second.block, rows};
+  }
+  return best;
+}
+
+inline bool BlockManager::tail_hit_valid(const SequenceView& seq, const PrefixHit& hit, bool memo_matches) const {
+  const std::size_t full = hit.blocks.size();
+  const std::size_t begin = full * block_size_;
+  const PartialBlockHit& p = hit.partial;
+  // The memo holds the keys of the full blocks the lookup matched.
+  if (!reuse_partial_ || !memo_matches || memo_.hashes.size() < full) return false;
+  if (p.rows >= block_size_ || hit.num_tokens != begin + p.rows || begin + p.rows >= seq.tokens.size()) return false;
+  const auto key_of = tail_key_of_.find(p.source);
+  if (key_of == tail_key_of_.end()) return false;
+  const Hash128 expected = hasher_.tail_key(full == 0 ? Hash128{} : memo_.hashes[full - 1], full, keys_of(seq));
+  if (!(key_of->second == expected)) return false;
+  const auto [first, last] = tails_.equal_range(expected);
+  for (auto it = first; it != last; ++it) {
+    const std::vector<TokenId>& held = it->second.tokens;
+    if (it->second.block != p.source) continue;
+    return held.size() >= p.rows && std::equal(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(p.rows),
+                                                seq.tokens.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+  return false;
 }
 
 inline bool BlockManager::allocate_slots(const SequenceView& seq, std::size_t num_computed, std::size_t num_new,
-                                         PrefixHit hit) {
+                                         PrefixHit hit, BlockRowCopy* copy) {
   const std::size_t total = num_computed + num_new;
   if (total < num_computed) return false;  // overflow: no cache can hold it
   SequenceBlocks* s = find(seq.id);
@@ -118,6 +167,8 @@ inline bool BlockManager::allocate_slots(const SequenceView& seq, std::size_t nu
   const std::size_t needed = std::max(total / block_size_ + (total % block_size_ != 0), have + adopt);
   const std::size_t fresh = needed - have - adopt;
   if (fresh + reviving > pool_.num_free()) return false;
+  const bool copies_tail = s == nullptr && hit.partial.rows > 0;
+  if (copies_tail && (copy == nullptr || !tail_hit_valid(seq, hit, memo_matches))) return false;
 
   if (s == nullptr) {
     const PrefixCacheKeys& keys = keys_of(seq);
@@ -145,9 +196,21 @@ inline bool BlockManager::allocate_slots(const SequenceView& seq, std::size_t nu
       forget_key(b, dropped);
       ++evictions_;
     }
+    forget_tail(b);
     s->blocks.push_back(b);
   }
-  if (caches(s->keys)) register_full_blocks(*s, seq.tokens, std::min(total, seq.tokens.size()));
+  if (copy != nullptr) *copy = {};
+  // When the source itself came back as that block, its rows are already in place.
+  if (copies_tail && s->blocks[adopt] != hit.partial.source && copy != nullptr) {
+    *copy = {hit.partial.source, s->blocks[adopt], hit.partial.rows};
+  }
+  const std::size_t known = std::min(total, seq.tokens.size());
+  if (caches(s->keys)) register_full_blocks(*s, seq.tokens, known);
+  if (reuses_tails(s->keys)) {
+    s->num_known = known;
+    const auto tail_begin = static_cast<std::ptrdiff_t>(known / block_size_ * block_size_);
+    s->tail.assign(seq.tokens.begin() + tail_begin, seq.tokens.begin() + static_cast<std::ptrdiff_t>(known));
+  }
   return true;
 }
 
@@ -171,11 +234,28 @@ inline void BlockManager::forget_key(BlockId b, const Hash128& key) noexcept {
   if (it != cached_.end() && it->second == b) cached_.erase(it);
 }
 
-inline void BlockManager::free(RequestId id) noexcept {
+inline void BlockManager::free(RequestId id) noexcept { release_blocks(id, true); }
+
+inline void BlockManager::free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
+  bool all_written = true;
+  if (const SequenceBlocks* s = find(id)) {
+    all_written = num_written_tokens >= s->num_known;
+    for (std::size_t i = num_written_tokens / block_size_; i < s->blocks.size(); ++i) {
+      const BlockId b = s->blocks[i];
+      if (!pool_.has_hash(b)) continue;
+      forget_key(b, pool_.hash(b));
+      pool_.drop_hash(b);
+    }
+  }
+  release_blocks(id, all_written);
+}
+
+inline void BlockManager::release_blocks(RequestId id, bool keep_tail) noexcept {
   if (memo_.valid && memo_.id == id) memo_.valid = false;
   const auto it = index_.find(id);
   if (it == index_.end()) return;
   SequenceBlocks& s = sequences_[it->second];
+  if (keep_tail) remember_tail(s);
   // Tail first: the deepest blocks reach the free list's LRU end first and
   // are reused first, so shared prefixes outlive the suffixes hung on them.
   for (auto b = s.blocks.rbegin(); b != s.blocks.rend(); ++b) {
@@ -184,20 +264,42 @@ inline void BlockManager::free(RequestId id) noexcept {
   s.blocks.clear();
   s.hashes.clear();
   s.num_registered = 0;
+  s.num_known = 0;
+  s.tail.clear();
   spare_sequences_.push_back(it->second);
   index_.erase(it);
 }
 
-inline void BlockManager::free_unwritten(RequestId id, std::size_t num_written_tokens) noexcept {
-  if (const SequenceBlocks* s = find(id)) {
-    for (std::size_t i = num_written_tokens / block_size_; i < s->blocks.size(); ++i) {
-      const BlockId b = s->blocks[i];
-      if (!pool_.has_hash(b)) continue;
-      forget_key(b, pool_.hash(b));
-      pool_.drop_hash(b);
+inline void BlockManager::remember_tail(SequenceBlocks& s) noexcept {
+  const std::size_t index = s.num_known / block_size_;
+  if (!reuses_tails(s.keys) || s.tail.empty() || index >= s.blocks.size() || s.hashes.size() < index) return;
+  const BlockId b = s.blocks[index];
+  if (tail_key_of_.count(b) != 0) return;
+  // A partly filled block is never adopted by another table; if it somehow
+  // were, its rows past the tail could change under a later copy.
+  if (pool_.ref_count(b) != 1 || pool_.has_hash(b)) return;
+  const Hash128 key = hasher_.tail_key(index == 0 ? Hash128{} : s.hashes[index - 1], index, s.keys);
+  try {
+    tail_key_of_.emplace(b, key);
+    tails_.emplace(key, PartialTail{b, std::move(s.tail)});
+  } catch (...) {
+    // Only a cache: without memory for the entry the block is simply not remembered.
+    tail_key_of_.erase(b);
+  }
+}
+
+inline void BlockManager::forget_tail(BlockId b) noexcept {
+  if (tail_key_of_.empty()) return;
+  const auto key_of = tail_key_of_.find(b);
+  if (key_of == tail_key_of_.end()) return;
+  const auto [first, last] = tails_.equal_range(key_of->second);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.block == b) {
+      tails_.erase(it);
+      break;
     }
   }
-  free(id);
+  tail_key_of_.erase(key_of);
 }
 
 inline std::span<const BlockId> BlockManager::block_table(RequestId id) const noexcept {
@@ -217,7 +319,10 @@ inline void BlockManager::fill_stats(KVCacheStats& stats) const noexcept {
 }
 
 inline std::size_t BlockManager::evict_cached_free_blocks(std::vector<BlockId>& evicted) {
-  if (pool_.num_cached_free() == 0) return 0;
+  if (pool_.num_cached_free() == 0 && tails_.empty()) return 0;
+  for (const auto& [block, key] : tail_key_of_) evicted.push_back(block);
+  tails_.clear();
+  tail_key_of_.clear();
   std::size_t count = 0;
   pool_.for_each_free([&](BlockId b) {
     if (!pool_.has_hash(b)) return;
@@ -273,6 +378,21 @@ inline std::string BlockManager::check_invariants() const {
     return std::to_string(keyed) + " blocks hold keys but the cache map has " + std::to_string(cached_.size());
   }
   if (!prefix_caching_ && keyed != 0) return "prefix caching is off but blocks hold keys";
+  if (tails_.size() != tail_key_of_.size()) {
+    return std::to_string(tails_.size()) + " partial blocks are remembered but " +
+           std::to_string(tail_key_of_.size()) + " blocks are marked as such";
+  }
+  for (const auto& [key, tail] : tails_) {
+    const BlockId b = tail.block;
+    const auto key_of = tail_key_of_.find(b);
+    if (b == null_block || b > n || key_of == tail_key_of_.end() || !(key_of->second == key)) {
+      return "a remembered partial block entry points to block " + std::to_string(b) + ", not marked with its key";
+    }
+    if (pool_.ref_count(b) != 0 || pool_.has_hash(b) || tail.tokens.empty() || tail.tokens.size() >= block_size_) {
+      return "remembered partial block " + std::to_string(b) + " is in use, holds a full key or " +
+             std::to_string(tail.tokens.size()) + " rows";
+    }
+  }
   return {};
 }
 
