@@ -4,6 +4,7 @@
 
 #include "io_test_support.hpp"
 
+#include <izwi/core/detail/huge_page_buffer.hpp>
 #include <izwi/io/gguf.hpp>
 #include <izwi/io/gguf_qwen3.hpp>
 #include <izwi/io/quantize.hpp>
@@ -197,6 +198,41 @@ TEST_CASE("gguf: write() streams the same bytes serialize() builds, open() maps 
   CHECK(f.name() == (dir.path() / "m.gguf").string());
   CHECK(f.to_f32("blk.0.attn_q.weight") == GgufFile::from_bytes(expected).to_f32("blk.0.attn_q.weight"));
   CHECK(contains(message_of<izwi::error>([&] { GgufFile::open(dir.path() / "absent.gguf"); }), "absent.gguf"));
+}
+
+TEST_CASE("gguf: FileMemory::read holds the file's bytes in memory the file no longer backs", "[io][gguf]") {
+  ScratchDirectory dir("gguf-read");
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::string("qwen3"));
+  // 3 MiB of f32: more than one huge page, so the copy crosses a 2-MiB boundary.
+  const std::vector<float> values = random_values(768 * 1024, 11);
+  w.add_tensor("blk.0.ffn_up.weight", GgmlType::f32, {768, 1024}, values);
+  const auto path = dir.path() / "m.gguf";
+  w.write(path);
+
+  const GgufFile read = GgufFile::open(path, FileMemory::read);
+  const GgufFile mapped = GgufFile::open(path, FileMemory::map);
+  CHECK(read.name() == path.string());
+  const std::span<const std::byte> read_bytes = read.bytes("blk.0.ffn_up.weight");
+  const std::span<const std::byte> mapped_bytes = mapped.bytes("blk.0.ffn_up.weight");
+  REQUIRE(read_bytes.size() == values.size() * sizeof(float));
+  CHECK(read_bytes.data() != mapped_bytes.data());
+  CHECK(std::memcmp(read_bytes.data(), mapped_bytes.data(), read_bytes.size()) == 0);
+  // The file's start sits on a huge page (the tensor is at data_offset + its offset).
+  const auto start = reinterpret_cast<std::uintptr_t>(read_bytes.data()) - read.data_offset() - read.tensors()[0].offset;
+  CHECK(start % izwi::detail::HugePageBuffer::huge_page_bytes == 0);
+
+  // Replaced on disk by an empty file: the read copy is untouched (a mapping
+  // of the old inode would still be readable too, but one truncated in place
+  // would fault; the read copy cannot).
+  std::filesystem::resize_file(path, 0);
+  CHECK(read.to_f32("blk.0.ffn_up.weight") == values);
+
+  CHECK(contains(message_of<izwi::error>([&] { GgufFile::open(dir.path() / "absent.gguf", FileMemory::read); }),
+                 "absent.gguf: cannot open"));
+  CHECK(contains(message_of<izwi::error>([&] { GgufFile::open(dir.path(), FileMemory::read); }), "not a regular file"));
+  // An empty file reads as zero bytes and is then refused by the parser, by name.
+  CHECK(contains(message_of<izwi::error>([&] { GgufFile::open(path, FileMemory::read); }), "m.gguf"));
 }
 
 TEST_CASE("gguf: the writer refuses what the format cannot hold", "[io][gguf]") {

@@ -34,6 +34,7 @@
 // alignment, general.alignment written only when it is not the default.
 
 #include <izwi/core/dtype.hpp>
+#include <izwi/io/file_memory.hpp>
 #include <izwi/io/format_error.hpp>
 
 #include <cstddef>
@@ -165,8 +166,9 @@ class SafetensorsStorage;  // the mapped bytes (the same mapping class serves bo
 /// long as the object.
 class GgufFile {
  public:
-  /// Maps and validates `path` (format_error; izwi::error if it cannot be opened).
-  static GgufFile open(const std::filesystem::path& path);
+  /// Maps (or reads, FileMemory::read) and validates `path` (format_error;
+  /// izwi::error if it cannot be opened or read).
+  static GgufFile open(const std::filesystem::path& path, FileMemory memory = FileMemory::map);
   /// Validates a file held in memory (tests, fuzzing); `display_name` stands
   /// for the file in errors.
   static GgufFile from_bytes(std::vector<std::byte> bytes, std::string display_name = "<memory>");

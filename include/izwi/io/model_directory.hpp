@@ -9,7 +9,7 @@
 //   model.safetensors.index.json   {"metadata": {...}, "weight_map": {tensor: shard}}
 //   model-00001-of-0000N.safetensors ...  the shards it names
 //
-// ModelDirectory opens the JSON files (parsed once), maps every weight file,
+// ModelDirectory opens the JSON files (parsed once), maps (or reads) every weight file,
 // and gives one tensor lookup across shards. With an index, the weight_map is
 // the authority: each shard it names must be a plain file name inside the
 // directory (no path separators, no ".."), must exist, and must hold every
@@ -47,8 +47,9 @@ struct TensorLocation {
 class ModelDirectory {
  public:
   /// Opens `directory` (izwi::error if it is not one or config.json or the
-  /// weights are missing; json_error / config_error / format_error for broken files).
-  static ModelDirectory open(const std::filesystem::path& directory);
+  /// weights are missing; json_error / config_error / format_error for broken
+  /// files), its weight files mapped or read as `memory` says.
+  static ModelDirectory open(const std::filesystem::path& directory, FileMemory memory = FileMemory::map);
 
   ModelDirectory(ModelDirectory&&) noexcept = default;
   ModelDirectory& operator=(ModelDirectory&&) noexcept = default;

@@ -6,12 +6,13 @@
 // {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the
 // data section) and may hold "__metadata__", a string-to-string map.
 //
-// SafetensorsFile maps the file read-only and validates the whole header when
-// it opens: every tensor lies inside the file, byte ranges neither overlap nor
-// leave holes, each range is exactly shape x element size, no name repeats,
-// and the dtype is one izwi computes with (F32, F16, BF16). Anything else is a
-// format_error naming the file, the tensor and the problem; after open()
-// succeeds, no accessor can read outside the mapping.
+// SafetensorsFile maps the file read-only (or reads it into memory:
+// io::FileMemory) and validates the whole header when it opens: every tensor
+// lies inside the file, byte ranges neither overlap nor leave holes, each
+// range is exactly shape x element size, no name repeats, and the dtype is
+// one izwi computes with (F32, F16, BF16). Anything else is a format_error
+// naming the file, the tensor and the problem; after open() succeeds, no
+// accessor can read outside the file's bytes.
 //
 //   auto file = izwi::io::SafetensorsFile::open("model.safetensors");
 //   std::vector<float> w = file.to_f32("lm_head.weight", {vocab, hidden});
@@ -19,6 +20,7 @@
 // Sharded checkpoints (model.safetensors.index.json) build on this class.
 
 #include <izwi/core/dtype.hpp>
+#include <izwi/io/file_memory.hpp>
 #include <izwi/io/format_error.hpp>
 
 #include <cstddef>
@@ -55,9 +57,10 @@ class SafetensorsStorage;
 /// long as the object, and spans returned by bytes() are valid that long.
 class SafetensorsFile {
  public:
-  /// Maps `path` and validates it. Throws format_error (or izwi::error when
-  /// the file cannot be opened) with the path in the message.
-  static SafetensorsFile open(const std::filesystem::path& path);
+  /// Maps (or reads, FileMemory::read) `path` and validates it. Throws
+  /// format_error (or izwi::error when the file cannot be opened or read)
+  /// with the path in the message.
+  static SafetensorsFile open(const std::filesystem::path& path, FileMemory memory = FileMemory::map);
 
   /// Validates a file held in memory (tests, fuzzing, uploads); `display_name`
   /// stands for the file in error messages.

@@ -51,8 +51,9 @@ class ModelWeights {
   enum class Format { safetensors, gguf };
 
   /// A directory opens as a Hugging Face model (ModelDirectory), a regular
-  /// file as GGUF. izwi::error if `path` is neither; the readers' errors otherwise.
-  static ModelWeights open(const std::filesystem::path& path);
+  /// file as GGUF, mapped or read as `memory` says. izwi::error if `path` is
+  /// neither; the readers' errors otherwise.
+  static ModelWeights open(const std::filesystem::path& path, FileMemory memory = FileMemory::map);
   explicit ModelWeights(ModelDirectory directory);
   explicit ModelWeights(GgufFile file);
 

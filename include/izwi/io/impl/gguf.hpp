@@ -295,8 +295,8 @@ inline std::uint64_t GgufTensorInfo::element_count() const noexcept {
 
 // --- GgufFile accessors ----------------------------------------------------------
 
-inline GgufFile GgufFile::open(const std::filesystem::path& path) {
-  return GgufFile(detail::SafetensorsStorage::map_file(path), path.string());
+inline GgufFile GgufFile::open(const std::filesystem::path& path, FileMemory memory) {
+  return GgufFile(detail::SafetensorsStorage::open(path, memory), path.string());
 }
 
 inline GgufFile GgufFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {

@@ -61,7 +61,7 @@ inline ShardPlan read_shard_index(const std::filesystem::path& index_path) {
 
 }  // namespace detail
 
-inline ModelDirectory ModelDirectory::open(const std::filesystem::path& directory) {
+inline ModelDirectory ModelDirectory::open(const std::filesystem::path& directory, FileMemory memory) {
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec))
     throw izwi::error(directory.string() + ": not a model directory (not a directory)");
@@ -94,11 +94,11 @@ inline ModelDirectory ModelDirectory::open(const std::filesystem::path& director
       const std::filesystem::path shard_path = directory / shard;
       if (!detail::regular_file_exists(shard_path))
         throw format_error(index_path.string(), "", "shard '" + shard + "' named by weight_map is missing from the directory");
-      dir.files_.push_back(SafetensorsFile::open(shard_path));
+      dir.files_.push_back(SafetensorsFile::open(shard_path, memory));
     }
     wanted = std::move(plan.tensors);
   } else if (detail::regular_file_exists(single_path)) {
-    dir.files_.push_back(SafetensorsFile::open(single_path));
+    dir.files_.push_back(SafetensorsFile::open(single_path, memory));
   } else {
     throw izwi::error(directory.string() + ": no weights: neither model.safetensors nor " +
                       std::string(safetensors_index_name) + " is present");

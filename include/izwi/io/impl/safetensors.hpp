@@ -117,8 +117,8 @@ inline SafetensorsFile::SafetensorsFile(std::unique_ptr<detail::SafetensorsStora
   for (std::size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
 
-inline SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
-  return SafetensorsFile(detail::SafetensorsStorage::map_file(path), path.string());
+inline SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path, FileMemory memory) {
+  return SafetensorsFile(detail::SafetensorsStorage::open(path, memory), path.string());
 }
 
 inline SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {

@@ -12,10 +12,10 @@ inline std::uint64_t WeightView::element_count() const noexcept {
   return n;
 }
 
-inline ModelWeights ModelWeights::open(const std::filesystem::path& path) {
+inline ModelWeights ModelWeights::open(const std::filesystem::path& path, FileMemory memory) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return ModelWeights(ModelDirectory::open(path));
-  if (std::filesystem::is_regular_file(path, ec)) return ModelWeights(GgufFile::open(path));
+  if (std::filesystem::is_directory(path, ec)) return ModelWeights(ModelDirectory::open(path, memory));
+  if (std::filesystem::is_regular_file(path, ec)) return ModelWeights(GgufFile::open(path, memory));
   throw izwi::error(path.string() + ": neither a model directory nor a GGUF file");
 }
 
