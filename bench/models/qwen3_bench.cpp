@@ -3,7 +3,10 @@
 // run side by side on one GGUF file (bench/models/compare_llama_cpp.sh).
 //
 //   izwi-bench-qwen3 MODEL [--threads N] [--pp 512] [--tg 128] [--batch 1,4,16] [--reps 3]
-//                          [--device cpu|opencl[:PLATFORM:DEVICE]]
+//                          [--device cpu|opencl[:PLATFORM:DEVICE]] [--mmap]
+//
+// --mmap maps the checkpoint (io::FileMemory::map) instead of reading it into
+// huge-page memory, the models' default: the A/B of that choice.
 //
 //   pp<N>   prompt processing: one request with an N-token prompt, tokens/s
 //   tg<N>   generation: N tokens decoded one step at a time, tokens/s
@@ -103,7 +106,7 @@ void measure(Engine& engine, const Figures& f) {
 int main(int argc, char** argv) {
   namespace po = boost::program_options;
   const char* usage_line =
-      "usage: izwi-bench-qwen3 MODEL [--threads N] [--pp N] [--tg N] [--batch 1,4,16] [--reps N] [--device D]\n";
+      "usage: izwi-bench-qwen3 MODEL [--threads N] [--pp N] [--tg N] [--batch 1,4,16] [--reps N] [--device D] [--mmap]\n";
   std::string model_path, batch_list = "1,4,16", device = "cpu";
   std::size_t threads = 0, pp = 512, reps = 3;
   std::uint32_t tg = 128;
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
       ("batch", po::value(&batch_list)->value_name("LIST")->default_value(batch_list), "batch sizes, comma-separated")
       ("device", po::value(&device)->value_name("D")->default_value(device), "cpu, or opencl[:PLATFORM:DEVICE]")
       ("reps", po::value(&reps)->value_name("N")->default_value(reps), "timed runs after one warm-up (their mean is reported)")
+      ("mmap", "map the checkpoint instead of reading it into huge-page memory")
       ("help,h", "show this help");
   po::options_description all;
   all.add(options).add_options()("model", po::value(&model_path));
@@ -142,6 +146,7 @@ int main(int argc, char** argv) {
 
   izwi::Qwen3LoadOptions load;
   load.kv_cache_dtype = izwi::DType::f16;
+  load.weights_memory = vm.count("mmap") ? izwi::io::FileMemory::map : izwi::io::FileMemory::read;
   izwi::PagedKVCacheConfig kv_config;
   kv_config.byte_budget = std::size_t{2} << 30;
   izwi::SchedulerConfig scheduling;
@@ -149,8 +154,9 @@ int main(int argc, char** argv) {
   const Figures figures{pp, tg, reps, batches};
   if (device == "cpu") {
     izwi::CpuExecutor<izwi::Qwen3> executor(izwi::Qwen3::load(model_path, load), {.num_threads = threads});
-    std::printf("model: %s, threads: %zu, CPU kernels: %s\n", executor.model().description().c_str(),
-                executor.num_threads(), izwi::kernels::cpu::active_kernels().name);
+    std::printf("model: %s, threads: %zu, CPU kernels: %s, weights: %s\n", executor.model().description().c_str(),
+                executor.num_threads(), izwi::kernels::cpu::active_kernels().name,
+                std::string(izwi::io::to_string(load.weights_memory)).c_str());
     izwi::PagedKVCache<> kv(executor.kv_cache_shape(), kv_config);
     Qwen3Engine engine(izwi::FcfsScheduler(scheduling), std::move(kv), std::move(executor));
     measure(engine, figures);

@@ -197,6 +197,10 @@ po::options_description engine_options(Options& o, RawNumbers& raw) {
        "context limit (default: the model's, clamped to what the KV cache holds for one request; said at "
        "start-up)")
       ("no-prefix-caching", po::bool_switch(), "do not reuse cached prompt prefixes")
+      ("mmap", po::bool_switch(),
+       "map Qwen3 and Qwen3-TTS checkpoint files instead of reading them into huge-page memory: the page cache is "
+       "shared with other processes and no private copy is made, but batch-1 decode runs ~15% slower from 4-KiB "
+       "pages (docs/benchmarks.md)")
       ("tts-codec-precision", po::value(&raw.tts_codec_precision)->value_name("f32|bf16")
                                   ->default_value(raw.tts_codec_precision),
        "Qwen3-TTS codec decoder: f32, or bf16 on AMX where the CPU has AMX-BF16 (f32 elsewhere; docs/tts.md)");
@@ -218,6 +222,7 @@ void apply(Options& o, const RawNumbers& raw, const po::variables_map& vm) {
   o.loader.max_waiting_requests = raw.max_queue;
   o.server.max_queued_preparations = raw.max_queue;  // the prep queue counts too
   o.loader.enable_prefix_caching = !vm["no-prefix-caching"].as<bool>();
+  o.loader.weights_memory = vm["mmap"].as<bool>() ? izwi::io::FileMemory::map : izwi::io::FileMemory::read;
   o.server.max_audio_seconds = raw.max_audio_s;
   if (!raw.vad_model.empty()) {
     if (!std::filesystem::is_regular_file(raw.vad_model)) usage_error("--vad-model " + raw.vad_model + " is not a file");

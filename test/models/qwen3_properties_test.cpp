@@ -40,11 +40,11 @@ static_assert(ExecutorFor<CpuExecutor<Qwen3>, PagedKVCache<>>);
 static_assert(ExecutorFor<CpuExecutor<Qwen3>, UnifiedKVCache<>>);
 static_assert(HasDetokenizer<CpuExecutor<Qwen3>> && HasEosTokens<CpuExecutor<Qwen3>> && HasMaxModelLen<CpuExecutor<Qwen3>>);
 
-/// The model is loaded once: it maps ~160 MB and every engine below shares nothing else.
+/// Each engine loads the checkpoint (~160 MB, read into huge-page memory by default).
 Qwen3 load_model() { return Qwen3::load(testing::random_qwen3()); }
 
-Qwen3Engine make_engine(SchedulerConfig scheduling = {}, std::size_t kv_bytes = std::size_t{32} << 20) {
-  CpuExecutor<Qwen3> executor(load_model(), {.num_threads = 2});
+Qwen3Engine make_engine(Qwen3 model, SchedulerConfig scheduling = {}, std::size_t kv_bytes = std::size_t{32} << 20) {
+  CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = 2});
   executor.keep_logits(true);
   PagedKVCacheConfig kv_config;
   kv_config.byte_budget = kv_bytes;
@@ -58,9 +58,9 @@ constexpr double tolerance = 1e-5;
 
 /// The shared properties' engine factory: a 32 MiB cache, or 8 blocks' worth when tight.
 Qwen3Engine make_property_engine(SchedulerConfig scheduling, bool tight) {
-  if (!tight) return make_engine(scheduling);
-  const std::size_t block_bytes = 16 * make_engine().kv_cache().shape().bytes_per_token();
-  return make_engine(scheduling, block_bytes * 8);
+  if (!tight) return make_engine(load_model(), scheduling);
+  const std::size_t block_bytes = 16 * make_engine(load_model()).kv_cache().shape().bytes_per_token();
+  return make_engine(load_model(), scheduling, block_bytes * 8);
 }
 
 }  // namespace
@@ -85,28 +85,29 @@ TEST_CASE("a preempted-and-resumed request equals an undisturbed one", "[qwen3][
   preempted_equals_undisturbed(make_property_engine);
 }
 
-TEST_CASE("the GGUF and the safetensors of one checkpoint give the same logits", "[qwen3][io]") {
+TEST_CASE("the GGUF and the safetensors of one checkpoint, read or mapped, give the same logits", "[qwen3][io]") {
   if (!testing::have_qwen3_tokenizer()) return;
   const Request r = greedy(prompt_of(12, 5), 4);
-  auto from_dir = make_engine();
+  auto from_dir = make_engine(load_model());  // read into huge-page memory, the default
   const RequestOutput a = from_dir.generate(r);
   const std::vector<float> logits_a(from_dir.executor().last_logits().begin(), from_dir.executor().last_logits().end());
 
-  CpuExecutor<Qwen3> executor(Qwen3::load(testing::random_qwen3() / "model.gguf"), {.num_threads = 2});
-  executor.keep_logits(true);
-  PagedKVCacheConfig kv_config;
-  kv_config.byte_budget = std::size_t{32} << 20;
-  PagedKVCache<> kv(executor.kv_cache_shape(), kv_config);
-  Qwen3Engine from_gguf(FcfsScheduler(), std::move(kv), std::move(executor));
-  const RequestOutput b = from_gguf.generate(r);
-  CHECK(b.token_ids == a.token_ids);
-  CHECK(relative_difference(from_gguf.executor().last_logits(), logits_a) == 0.0);  // the same f32 bytes
+  for (const io::FileMemory memory : {io::FileMemory::read, io::FileMemory::map})
+    for (const std::filesystem::path& path : {testing::random_qwen3() / "model.gguf", testing::random_qwen3()}) {
+      INFO(path << ", " << io::to_string(memory));
+      Qwen3LoadOptions options;
+      options.weights_memory = memory;
+      auto other = make_engine(Qwen3::load(path, options));
+      const RequestOutput b = other.generate(r);
+      CHECK(b.token_ids == a.token_ids);
+      CHECK(relative_difference(other.executor().last_logits(), logits_a) == 0.0);  // the same f32 bytes
+    }
 }
 
 TEST_CASE("the unified-memory cache serves Qwen3 like the paged one", "[qwen3][unified]") {
   if (!testing::have_qwen3_tokenizer()) return;
   const Request r = greedy(prompt_of(30, 9), 10);
-  auto paged = make_engine();
+  auto paged = make_engine(load_model());
   const RequestOutput expected = paged.generate(r);
 
   CpuExecutor<Qwen3> executor(load_model(), {.num_threads = 2});
@@ -138,7 +139,7 @@ std::string code_points(std::string_view text, std::size_t first, std::size_t co
 
 TEST_CASE("streamed text equals the complete text with stop strings over split UTF-8", "[qwen3][properties][utf8]") {
   if (!testing::have_qwen3_tokenizer()) return;
-  auto engine = make_engine();
+  auto engine = make_engine(load_model());
   const tokenizer::BpeTokenizer& tokenizer = *engine.executor().model().tokenizer();
   engine.run();
   std::size_t non_ascii_stops = 0, ended_mid_character = 0;
@@ -206,7 +207,7 @@ TEST_CASE("logprobs carry the tokenizer's bytes of the sampled and top tokens", 
   // The engine spells the tokens (TokenLogprobs::bytes, top_bytes), so a
   // consumer such as the server needs no call back into the model per token.
   if (!testing::have_qwen3_tokenizer()) return;
-  auto engine = make_engine();
+  auto engine = make_engine(load_model());
   const tokenizer::BpeTokenizer& tokenizer = *engine.executor().model().tokenizer();
   Request r;
   r.prompt_tokens = prompt_of(7, 3);

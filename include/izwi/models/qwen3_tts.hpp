@@ -36,6 +36,7 @@
 #include "izwi/core/random.hpp"
 #include "izwi/executor/detail/cpu_ops.hpp"
 #include "izwi/executor/sampler.hpp"
+#include "izwi/io/file_memory.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "izwi/models/qwen3.hpp"
@@ -79,6 +80,10 @@ struct Qwen3TtsLoadOptions {
   bool load_tokenizer = true;
   /// The codec decoder's precision (Qwen3TtsCodecPrecision: bf16 where the CPU has AMX, else f32).
   Qwen3TtsCodecPrecision codec_precision = Qwen3TtsCodecPrecision::f32;
+  /// The talker's and code predictor's checkpoint read into huge-page memory
+  /// or mapped (Qwen3LoadOptions::weights_memory; the codec decoder copies
+  /// its weights into its own layout either way).
+  io::FileMemory weights_memory = io::FileMemory::read;
 };
 
 class Qwen3Tts {

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "izwi/config.hpp"
+#include "izwi/io/file_memory.hpp"
 #include "izwi/server/any_engine.hpp"
 #include "izwi/server/device.hpp"
 #include "izwi/server/model_registry.hpp"
@@ -75,6 +76,10 @@ struct CpuLoaderSettings {
   /// Qwen3-TTS: the codec decoder in bf16 on AMX where the CPU has it
   /// (Qwen3TtsCodecPrecision::bf16; izwi-server --tts-codec-precision).
   bool tts_codec_bf16 = false;
+  /// Qwen3 and Qwen3-TTS checkpoints read into huge-page memory, or mapped
+  /// (io/file_memory.hpp; izwi-server --mmap). Whisper copies its weights
+  /// into huge-page memory either way.
+  io::FileMemory weights_memory = io::FileMemory::read;
   /// Chunks a response stream holds before its request pauses.
   std::size_t stream_capacity = 64;
   /// Where chat models run: the CPU, or an OpenCL device opened once with

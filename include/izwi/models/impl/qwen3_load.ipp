@@ -193,7 +193,7 @@ IZWI_DECL Qwen3 Qwen3::load(const std::filesystem::path& path, Qwen3LoadOptions 
 }
 
 IZWI_DECL Qwen3 Qwen3::from_directory(const std::filesystem::path& dir, const Qwen3LoadOptions& options) {
-  auto directory = std::make_shared<io::ModelDirectory>(io::ModelDirectory::open(dir));
+  auto directory = std::make_shared<io::ModelDirectory>(io::ModelDirectory::open(dir, options.weights_memory));
   Qwen3 model;
   model.config_ = Qwen3Config::from(directory->transformer_config());
   if (const auto& generation = directory->generation_config(); generation && !generation->eos_token_ids.empty()) {
@@ -214,7 +214,7 @@ IZWI_DECL Qwen3 Qwen3::from_directory(const std::filesystem::path& dir, const Qw
 }
 
 IZWI_DECL Qwen3 Qwen3::from_gguf(const std::filesystem::path& path, const Qwen3LoadOptions& options) {
-  auto file = std::make_shared<io::GgufFile>(io::GgufFile::open(path));
+  auto file = std::make_shared<io::GgufFile>(io::GgufFile::open(path, options.weights_memory));
   Qwen3 model;
   model.config_ = Qwen3Config::from(io::qwen3_config_from_gguf(*file));
   if (model.config_.eos_token_ids.empty())

@@ -109,7 +109,7 @@ inline Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOpt
   if (!std::filesystem::is_directory(dir / "speech_tokenizer"))
     throw error(dir.string() + ": no speech_tokenizer/ directory (the codec decoder's config.json and "
                                "model.safetensors); a Qwen3-TTS checkpoint ships one");
-  auto directory = std::make_shared<io::ModelDirectory>(io::ModelDirectory::open(dir));
+  auto directory = std::make_shared<io::ModelDirectory>(io::ModelDirectory::open(dir, options.weights_memory));
   Qwen3Tts model;
   model.config_ = Qwen3TtsConfig::from(directory->config());
   const detail::Qwen3TtsWeightReader reader(*directory);

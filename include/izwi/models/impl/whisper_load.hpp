@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <new>
 #include <utility>
 
+#include "izwi/core/detail/huge_page_buffer.hpp"
 #include "izwi/core/error.hpp"
 #include "izwi/io/config.hpp"
 #include "izwi/io/format_error.hpp"
@@ -120,18 +120,25 @@ struct StoredTensor {
   std::span<const std::byte> bytes;
 };
 
-/// 64-byte aligned copies of every weight; the matrices point into them.
+/// 64-byte aligned copies of every weight, packed into huge-page memory (the
+/// decoder streams its weights once per token, as Qwen3's do: see
+/// io/file_memory.hpp); the matrices point into them.
 struct AlignedArena {
-  struct Free {
-    void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  std::vector<std::unique_ptr<std::byte[], Free>> blocks;
+  static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t chunk_bytes = std::size_t{64} << 20;  // a weight larger gets a chunk of its own
+  std::vector<izwi::detail::HugePageBuffer> chunks;
+  std::size_t used = 0;  // of chunks.back()
 
   const std::byte* copy(std::span<const std::byte> bytes) {
-    std::unique_ptr<std::byte[], Free> block(new (std::align_val_t{64}) std::byte[std::max<std::size_t>(bytes.size(), 1)]);
-    std::memcpy(block.get(), bytes.data(), bytes.size());
-    blocks.push_back(std::move(block));
-    return blocks.back().get();
+    const std::size_t need = (std::max<std::size_t>(bytes.size(), 1) + alignment - 1) / alignment * alignment;
+    if (chunks.empty() || used + need > chunks.back().size()) {
+      chunks.emplace_back(std::max(chunk_bytes, need), "a Whisper model's weights");
+      used = 0;
+    }
+    std::byte* out = chunks.back().data() + used;
+    std::memcpy(out, bytes.data(), bytes.size());
+    used += need;
+    return out;
   }
 };
 

@@ -171,6 +171,7 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
                                                        const CpuLoaderSettings& settings, const CheckpointKind& kind) {
   Qwen3TtsLoadOptions load_options;
   if (settings.tts_codec_bf16) load_options.codec_precision = Qwen3TtsCodecPrecision::bf16;
+  load_options.weights_memory = settings.weights_memory;
   Qwen3Tts model = kind.mmproj.empty() ? Qwen3Tts::load(path, load_options)
                                        : Qwen3Tts::load_gguf(path, kind.mmproj, load_options);
   if (!model.tokenizer())
@@ -234,6 +235,9 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
 
   Qwen3LoadOptions load;
   load.kv_cache_dtype = DType::f16;
+  // An OpenCL device copies the weights into its own buffers: a private
+  // host copy would only double the memory.
+  load.weights_memory = device.spec.kind == DeviceSpec::Kind::opencl ? io::FileMemory::map : settings.weights_memory;
   Qwen3 model = Qwen3::load(path, load);
   if (!model.tokenizer())
     throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read prompts");
