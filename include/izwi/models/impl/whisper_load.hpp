@@ -136,7 +136,7 @@ struct AlignedArena {
       used = 0;
     }
     std::byte* out = chunks.back().data() + used;
-    std::memcpy(out, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
     used += need;
     return out;
   }
