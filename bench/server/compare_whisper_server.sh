@@ -30,13 +30,20 @@
 # admits one). whisper-server serves one request at a time (one global
 # mutex) with its 2 threads.
 #
-#   bench/server/compare_whisper_server.sh [tiny|base]   # after bench/models/compare_whisper_cpp.sh made the models
+# BEAM=5 decodes by beam search of that width on both sides (beam_size in
+# the request; izwi forks the beams' sequences on shared KV blocks, copying
+# the partly filled last block, docs/whisper.md), still at temperature 0
+# without fallback.
+#
+#   bench/server/compare_whisper_server.sh [tiny|base|small]   # after bench/models/compare_whisper_cpp.sh made the models
+#   BEAM=5 CONCURRENCY="1 8" bench/server/compare_whisper_server.sh base
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$root/bench/quiet_machine.sh"
 build="${IZWI_BENCH_BUILD:-$root/build-bench}"
 shape="${1:-tiny}"
 concurrency="${CONCURRENCY:-1 8}"
+beam="${BEAM:-1}"
 fixtures="${IZWI_FIXTURES_DIR:-$root/../shared/fixtures}"
 audio="$fixtures/audio/jfk.wav"
 model="$build/whisper-$shape-random/ggml-model-f16.bin"
@@ -69,10 +76,11 @@ run_clients() {
   for ((i = 0; i < n; ++i)); do
     if [[ "$side" == izwi ]]; then
       curl -sf "127.0.0.1:$izwi_port/v1/audio/transcriptions" -F file=@"$audio" -F model="$id" -F language=en \
-        -F temperature=0 -F temperature_inc=0 -F no_timestamps=true -F response_format=verbose_json -o "$out/izwi-$i.json" &
+        -F temperature=0 -F temperature_inc=0 -F beam_size="$beam" -F no_timestamps=true -F response_format=verbose_json \
+        -o "$out/izwi-$i.json" &
     else
       curl -sf "127.0.0.1:$peer_port/inference" -F file=@"$audio" -F temperature=0 -F temperature_inc=0 \
-        -F no_timestamps=true -F response_format=verbose_json -o "$out/peer-$i.json" &
+        -F beam_size="$beam" -F no_timestamps=true -F response_format=verbose_json -o "$out/peer-$i.json" &
     fi
     pids+=($!)
   done
@@ -111,7 +119,7 @@ for n in $concurrency; do
   a=$(run_izwi "$n"); b=$(run_peer "$n")
   read -r ta same < <(work_of izwi "$n")
   read -r tb _ < <(work_of peer "$n")
-  awk -v s="$shape" -v n="$n" -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v same="$same" -v note="$note" \
+  awk -v s="$shape$( ((beam > 1)) && echo ", beam $beam")" -v n="$n" -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v same="$same" -v note="$note" \
     'BEGIN { d = ta > tb ? ta - tb : tb - ta; if (d > 0.05 * (tb > 0 ? tb : 1)) note = note ", UNEQUAL WORK";
              printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.2f | %s / %s | %s | %s |\n",
                     s, n, a, 11*n/a, b, 11*n/b, b/a, ta, tb, same, note }'
