@@ -11,7 +11,10 @@
 // (GCC's target_clones), so the widest loads the CPU has are used without any
 // -m flag. The threads start together from a barrier; a repetition
 // lasts until the slowest finishes. Prints the best and the median GB/s
-// (10^9 bytes) over the repetitions for each thread count. Built with no
+// (10^9 bytes) over the repetitions for each thread count, once from 4-KiB
+// pages (an ordinary allocation, as a mapped checkpoint is read) and once
+// from 2-MiB transparent huge pages (detail::HugePageBuffer, as the models
+// read their checkpoints by default: io/file_memory.hpp). Built with no
 // special flags, like everything a user builds.
 
 #include <algorithm>
@@ -25,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "izwi/core/detail/huge_page_buffer.hpp"
 
 namespace {
 
@@ -106,26 +111,35 @@ double timed_read(const std::uint64_t* data, std::size_t words, std::size_t thre
   return seconds;
 }
 
+/// Best and median GB/s of reading `data` with each thread count of `o`.
+void measure(const char* pages, std::uint64_t* data, std::size_t words, const Options& o, std::uint64_t& sink) {
+  for (std::size_t i = 0; i < words; ++i) data[i] = i;  // touch every page before timing
+  for (std::size_t threads : o.threads) {
+    if (threads == 0) continue;
+    timed_read(data, words, threads, sink);  // warm-up
+    std::vector<double> rates;
+    for (std::size_t r = 0; r < o.reps; ++r) {
+      const double seconds = timed_read(data, words, threads, sink);
+      rates.push_back(static_cast<double>(words / threads * threads * sizeof(std::uint64_t)) / seconds / 1e9);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::printf("read bandwidth  %-10s threads %zu  best %7.2f GB/s  median %7.2f GB/s\n", pages, threads,
+                rates.back(), rates[rates.size() / 2]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::size_t words = o.mib * (std::size_t{1} << 20) / sizeof(std::uint64_t);
-  std::unique_ptr<std::uint64_t[]> data(new std::uint64_t[words]);
-  for (std::size_t i = 0; i < words; ++i) data[i] = i;  // touch every page before timing
   std::uint64_t sink = 0;
   std::printf("read bandwidth over %zu MiB, %zu repetitions, GB/s = 1e9 bytes/s\n", o.mib, o.reps);
-  for (std::size_t threads : o.threads) {
-    if (threads == 0) continue;
-    timed_read(data.get(), words, threads, sink);  // warm-up
-    std::vector<double> rates;
-    for (std::size_t r = 0; r < o.reps; ++r) {
-      const double seconds = timed_read(data.get(), words, threads, sink);
-      rates.push_back(static_cast<double>(words / threads * threads * sizeof(std::uint64_t)) / seconds / 1e9);
-    }
-    std::sort(rates.begin(), rates.end());
-    std::printf("read bandwidth  threads %zu  best %7.2f GB/s  median %7.2f GB/s\n", threads, rates.back(),
-                rates[rates.size() / 2]);
+  {
+    const std::unique_ptr<std::uint64_t[]> small_pages(new std::uint64_t[words]);
+    measure("4 KiB", small_pages.get(), words, o, sink);
   }
+  izwi::detail::HugePageBuffer huge(words * sizeof(std::uint64_t), "the huge-page buffer");
+  measure("2 MiB THP", reinterpret_cast<std::uint64_t*>(huge.data()), words, o, sink);
   return sink == 42 ? 1 : 0;  // keeps the sums alive
 }
