@@ -4,7 +4,7 @@
 //
 //   izwi-qwen3-tts-bench DIR [--threads 2] [--frames 48] [--streams 1,4,8]
 //                            [--first-window 2] [--window 8] [--batch-variant]
-//                            [--reference-seconds S] [--codec-precision f32|bf16]
+//                            [--reference-seconds S] [--codec-precision f32|bf16] [--mmap]
 //   izwi-qwen3-tts-bench --gguf TALKER.gguf --mmproj MMPROJ.gguf [...]   (llama.cpp's pair: the peer's very file)
 //
 // For each stream count S: S speech requests added together to a
@@ -16,7 +16,9 @@
 // one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
 // --codec-precision bf16 runs the codec's convolutional decoder on AMX in
 // bf16 where the CPU has it (Qwen3TtsCodecPrecision; f32 elsewhere): the A/B
-// of the codec's precision.
+// of the codec's precision. --mmap maps the talker's and predictor's
+// checkpoint instead of reading it into huge-page memory (io::FileMemory):
+// the A/B of that choice.
 // --batch-variant runs the executor with batch_invariant off (the
 // row-count-dependent kernels): the A/B of what the batch-invariance
 // guarantee costs. --reference-seconds S (a Base checkpoint with the speech
@@ -83,6 +85,7 @@ int main(int argc, char** argv) try {
     else if (a == "--batch-variant") batch_invariant = false;
     else if (a == "--reference-seconds") reference_seconds = std::stod(next());
     else if (a == "--codec-precision") load_options.codec_precision = parse_codec_precision(next());
+    else if (a == "--mmap") load_options.weights_memory = io::FileMemory::map;
     else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
     else throw std::runtime_error("unknown argument " + a);
   }
@@ -90,17 +93,18 @@ int main(int argc, char** argv) try {
       window == 0 || first_window == 0) {
     std::cerr << "usage: izwi-qwen3-tts-bench DIR | --gguf TALKER.gguf --mmproj MMPROJ.gguf [--threads 2] [--frames 48] "
                  "[--streams 1,4,8] [--first-window 2] [--window 8] [--batch-variant] [--reference-seconds S] "
-                 "[--codec-precision f32|bf16]\n";
+                 "[--codec-precision f32|bf16] [--mmap]\n";
     return 2;
   }
   const Qwen3Tts model = dir.empty() ? Qwen3Tts::load_gguf(talker_gguf, mmproj_gguf, load_options)
                                       : Qwen3Tts::load(dir, load_options);
   const double audio_per_frame = double(model.codec().samples_per_frame()) / model.codec().config().output_sample_rate;
   std::printf("model %s, %zu threads, %zu frames per stream, audio windows of %zu frames, doubling up to %zu, %s, "
-              "codec %s\n",
+              "codec %s, weights %s\n",
               model.description().c_str(), threads, frames, first_window, window,
               batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)",
-              model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? "bf16 (AMX)" : "f32");
+              model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? "bf16 (AMX)" : "f32",
+              load_options.weights_memory == io::FileMemory::map ? "mapped (--mmap)" : "read into huge pages");
   Qwen3TtsRequest clone;  // in-context cloning's x-vector, codes and transcript (--reference-seconds)
   if (reference_seconds > 0) {
     std::vector<float> reference(static_cast<std::size_t>(reference_seconds * 24000));
