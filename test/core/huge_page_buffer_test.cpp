@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "izwi/core/detail/huge_page_buffer.hpp"
@@ -35,4 +36,7 @@ TEST_CASE("huge-page buffer: 2-MiB aligned, zeroed, writable to its end, moved n
   // More than any address space holds: a clear error naming what it was for.
   CHECK_THROWS_WITH(HugePageBuffer(std::size_t{1} << 62, "an impossible model"),
                     Catch::Contains("cannot allocate 4611686018427387904 bytes for an impossible model"));
+  // Sizes that would wrap when rounded up to whole huge pages are refused, not wrapped.
+  CHECK_THROWS_WITH(HugePageBuffer(std::numeric_limits<std::size_t>::max() - 1, "a wrapped size"),
+                    Catch::Contains("for a wrapped size: more than the address space"));
 }

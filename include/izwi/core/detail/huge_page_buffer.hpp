@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -35,6 +36,8 @@ class HugePageBuffer {
   /// `what` ("model.gguf's contents") when the memory cannot be had.
   HugePageBuffer(std::size_t bytes, const std::string& what) : size_(bytes) {
     if (bytes == 0) return;
+    if (bytes > std::numeric_limits<std::size_t>::max() - 2 * huge_page_bytes)
+      throw error("cannot allocate " + std::to_string(bytes) + " bytes for " + what + ": more than the address space");
     const std::size_t rounded = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
     // Over-allocate by one huge page, then give back the ends so that what
     // stays starts on a 2-MiB boundary (mmap only promises 4 KiB).

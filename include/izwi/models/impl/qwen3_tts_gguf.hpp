@@ -142,7 +142,8 @@ inline Qwen3Tts Qwen3Tts::load_gguf(const std::filesystem::path& talker_gguf, co
   struct Pair {
     io::GgufFile talker, mmproj;
   };
-  auto files = std::make_shared<Pair>(Pair{io::GgufFile::open(talker_gguf, options.weights_memory), io::GgufFile::open(mmproj_gguf, options.weights_memory)});
+  auto files = std::make_shared<Pair>(Pair{io::GgufFile::open(talker_gguf, options.weights_memory),
+                                           io::GgufFile::open(mmproj_gguf, options.weights_memory)});
   const io::GgufFile& t = files->talker;
   const io::GgufFile& m = files->mmproj;
   Qwen3Tts model;

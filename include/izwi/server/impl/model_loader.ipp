@@ -237,7 +237,8 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
   load.kv_cache_dtype = DType::f16;
   // An OpenCL device copies the weights into its own buffers: a private
   // host copy would only double the memory.
-  load.weights_memory = device.spec.kind == DeviceSpec::Kind::opencl ? io::FileMemory::map : settings.weights_memory;
+  const bool on_device = device.spec.kind == DeviceSpec::Kind::opencl;
+  load.weights_memory = on_device ? io::FileMemory::map : settings.weights_memory;
   Qwen3 model = Qwen3::load(path, load);
   if (!model.tokenizer())
     throw invalid_argument("model", path.string() + " has no tokenizer.json; the server needs one to read prompts");
