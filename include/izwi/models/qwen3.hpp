@@ -81,9 +81,9 @@ struct Qwen3LoadOptions {
   /// once per token: ~15% faster than from a mapping), or mapped (shared
   /// page cache, no private copy; izwi-server --mmap). See io/file_memory.hpp.
   io::FileMemory weights_memory = io::FileMemory::read;
-  /// Read every weight page once while loading, so that the first request
-  /// does not pay for page faults on a cold mapping (and a progress bar means
-  /// something).
+  /// With a mapped checkpoint (FileMemory::map), read every weight page once
+  /// while loading, so that the first request does not pay for page faults on
+  /// a cold mapping (and a progress bar means something).
   bool prefault_weights = true;
   /// Called after each layer with (bytes loaded, total bytes). Loading is not
   /// the hot path, so a std::function is fine here.

@@ -168,7 +168,8 @@ void load_qwen3_weights(const Source& source, const Qwen3Config& c, const Qwen3L
   }
 
   // Progress by bytes of the big matrices, faulted in one layer at a time.
-  const bool touch = options.prefault_weights;
+  // A checkpoint read into memory (FileMemory::read) is resident already.
+  const bool touch = options.prefault_weights && options.weights_memory == io::FileMemory::map;
   std::size_t total = embed.row_bytes() * embed.rows + (tied ? 0 : lm_head.row_bytes() * lm_head.rows);
   for (const Qwen3LayerWeights& w : layers)
     for (const auto* m : {&w.q_proj, &w.k_proj, &w.v_proj, &w.o_proj, &w.gate_proj, &w.up_proj, &w.down_proj})
