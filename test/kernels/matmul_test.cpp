@@ -402,8 +402,9 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
   // Weights at the int8 extremes (-128 is legal in a file though quantizers
   // write -127..127): a pair of products 2 * 128 * 127 is the most the
   // 16-bit step of the AVX2 dot product holds. Activations at their block's
-  // maximum quantize to +-127.
-  const std::size_t n = 9, k = 160, blocks = k / 32;
+  // maximum quantize to +-127. 41 weight rows: whole 16-row tiles (the
+  // transposed AVX-512 VNNI tile from 2 activation rows), then 8 and 1.
+  const std::size_t n = 41, k = 160, blocks = k / 32;
   kernel_test::TestWeights w = kernel_test::make_weights(DType::q8_0, n, k, 21);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t b = 0; b < blocks; ++b)

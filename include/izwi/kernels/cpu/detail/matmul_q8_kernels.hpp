@@ -485,12 +485,144 @@ inline void q8_tile_vnni512_pairs(const QuantizedRows& xq, std::size_t r0, const
   }
 }
 
-/// q8_columns for AVX-512 with VNNI: 8 weight rows at a time; over them,
-/// rows in groups of 4 (two 4 x 4 tiles), then a pair, then a single row
-/// (the 1 x 8 tile, also all of batch-1 decode).
+// ------------------------------------- 16 weight rows, transposed ----
+//
+// With several activation rows the tiles above spend most of their
+// instructions after the products: each vpdpbusd yields per-lane partial
+// sums of one (weight row, activation row) pair that sum_halves4 must then
+// reduce across lanes, about 30 vector instructions per 2 x 4 block pair for
+// 8 vpdpbusd. Transposed, the reduction disappears: 16 weight rows' blocks
+// are rearranged in registers (24 shuffles) into 8 vectors whose lane j holds
+// 4 consecutive bytes of row j, so that 8 vpdpbusd against one activation
+// row's block, 4 bytes broadcast each, leave the 16 exact block sums in the
+// 16 lanes. The shuffles are paid once per block for all activation rows.
+// Every sum, scale product and double addition is the one the tiles above
+// make, in block order, so the bits are the same (batch invariance holds
+// whichever tile computes a row).
+
+/// The transposed vectors' lane order: lane l holds weight row
+/// q8_t16_lane_row[l] of the 16 (what the unpack/shuffle network leaves).
+inline constexpr int q8_t16_lane_row[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
+
+/// sum + (w + 128 as unsigned bytes) . (x as signed bytes), 4-byte groups per lane.
+inline __m512i vnni_dot512_add(__m512i sum, __m512i unsigned_w, __m512i x) noexcept {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(unsigned_w), "v"(x));
+  return sum;
+}
+
+/// The blocks at `block` (+ j * stride for row j) of 16 weight rows,
+/// transposed: t[e] lane l = bytes 4e .. 4e+3 of row q8_t16_lane_row[l], as
+/// w + 128.
+inline void q8_t16_transpose(const std::byte* block, std::size_t stride, __m512i (&t)[8]) noexcept {
+  __m512i z[8];  // z[j] = [row j | row j + 8], 8 dwords each
+  for (std::size_t j = 0; j < 8; ++j)
+    z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(q8_weights(block + j * stride)),
+                              q8_weights(block + (j + 8) * stride), 1);
+  // Per 128-bit chunk, after the two unpack stages, v[g][e] holds dword e
+  // (chunks 0, 2) and 4 + e (chunks 1, 3) of rows 4g .. 4g+3 (chunks 0, 1)
+  // and 4g+8 .. 4g+11 (chunks 2, 3).
+  __m512i v[2][4];
+  for (std::size_t g = 0; g < 2; ++g) {
+    const __m512i* q = z + 4 * g;
+    const __m512i lo01 = _mm512_unpacklo_epi32(q[0], q[1]), hi01 = _mm512_unpackhi_epi32(q[0], q[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi32(q[2], q[3]), hi23 = _mm512_unpackhi_epi32(q[2], q[3]);
+    v[g][0] = _mm512_unpacklo_epi64(lo01, lo23);
+    v[g][1] = _mm512_unpackhi_epi64(lo01, lo23);
+    v[g][2] = _mm512_unpacklo_epi64(hi01, hi23);
+    v[g][3] = _mm512_unpackhi_epi64(hi01, hi23);
+  }
+  for (std::size_t e = 0; e < 4; ++e) {
+    t[e] = q8_unsigned(_mm512_shuffle_i32x4(v[0][e], v[1][e], _MM_SHUFFLE(2, 0, 2, 0)));
+    t[e + 4] = q8_unsigned(_mm512_shuffle_i32x4(v[0][e], v[1][e], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+}
+
+/// Activation rows r0 .. r0+R-1 x weight rows n .. n+15 (all 16 written).
+/// Prefetches `ahead` bytes past its rows (q8_prefetch_distance).
+template <std::size_t R>
+inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                                std::size_t ahead, float* y, std::size_t ldy) noexcept {
+  const std::size_t blocks = xq.k / q8_0_block_values, stride = w.row_bytes();
+  const std::byte* first = w.row(n);
+  __m512i scale_offsets = _mm512_loadu_si512(q8_t16_lane_row);
+  scale_offsets = _mm512_mullo_epi32(scale_offsets, _mm512_set1_epi32(static_cast<int>(stride)));
+  __m512d acc[R][2];
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+  for (std::size_t b = 0, at0 = r0; b < blocks; ++b, at0 += xq.m) {  // at0 = xq.at(r0, b)
+    const std::byte* block = first + b * q8_0_block_bytes;
+    for (std::size_t j = 0; j < 16; ++j) __builtin_prefetch(block + j * stride + ahead);
+    __m512i t[8];
+    q8_t16_transpose(block, stride, t);
+    // Each lane's binary16 scale: the low half of the dword that starts its row's block.
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, block, 1)));
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::size_t at = at0 + r;
+      const std::int8_t* xb = xq.q + at * q8_0_block_values;
+      __m512i s = _mm512_setzero_si512();
+      for (std::size_t e = 0; e < 8; ++e) {
+        std::int32_t x4;
+        std::memcpy(&x4, xb + 4 * e, 4);
+        s = vnni_dot512_add(s, t[e], _mm512_set1_epi32(x4));
+      }
+      // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
+      s = _mm512_sub_epi32(s, _mm512_set1_epi32(128 * xq.sums[at]));
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[at]));
+      // double(s) * double(d) is exact: the fused add rounds as the plain one.
+      acc[r][0] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(s)),
+                                  _mm512_cvtps_pd(_mm512_castps512_ps256(d)), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s, 1)),
+                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1))),
+                                  acc[r][1]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    const __m512 lanes = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0])),
+                                            _mm512_cvtpd_ps(acc[r][1]), 1);
+    // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
+    _mm512_storeu_ps(y + (r0 + r) * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+/// Whether q8_columns_vnni512 takes the transposed 16-row tile: from 2
+/// activation rows (one row is memory bound, and the 1 x 8 tile streams
+/// with fewer instructions), and while the rows' offsets fit the gather's
+/// 32-bit indices.
+inline bool q8_t16_applies(std::size_t m, const WeightMatrix& w) noexcept {
+  return m >= 2 && 15 * w.row_bytes() <= std::size_t{INT32_MAX};
+}
+
+/// All m activation rows x weight rows n .. n+15, 8 rows at a time (8 x 2
+/// double accumulators and the 8 weight vectors fill the 32 registers); the
+/// first group prefetches the next 16 weight rows, the others find these in
+/// L1 (or L2 when k is large).
+inline void q8_columns_vnni512_t16(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n,
+                                   float* y, std::size_t ldy) noexcept {
+  const std::size_t ahead = n + 32 <= w.rows ? 16 * w.row_bytes() : 0;
+  std::size_t r = 0;
+  for (; r + 8 <= m; r += 8) q8_tile_vnni512_t16<8>(xq, r, w, n, r == 0 ? ahead : 0, y, ldy);
+  const std::size_t a = r == 0 ? ahead : 0;
+  switch (m - r) {
+    case 0: break;
+    case 1: q8_tile_vnni512_t16<1>(xq, r, w, n, a, y, ldy); break;
+    case 2: q8_tile_vnni512_t16<2>(xq, r, w, n, a, y, ldy); break;
+    case 3: q8_tile_vnni512_t16<3>(xq, r, w, n, a, y, ldy); break;
+    case 4: q8_tile_vnni512_t16<4>(xq, r, w, n, a, y, ldy); break;
+    case 5: q8_tile_vnni512_t16<5>(xq, r, w, n, a, y, ldy); break;
+    case 6: q8_tile_vnni512_t16<6>(xq, r, w, n, a, y, ldy); break;
+    default: q8_tile_vnni512_t16<7>(xq, r, w, n, a, y, ldy); break;
+  }
+}
+
+/// q8_columns for AVX-512 with VNNI. From 2 activation rows, 16 weight rows
+/// at a time transposed (above) while 16 remain. Else 8 weight rows at a
+/// time; over them, rows in groups of 4 (two 4 x 4 tiles), then a pair, then
+/// a single row (the 1 x 8 tile, also all of batch-1 decode).
 inline void q8_columns_vnni512(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0,
                                std::size_t n1, float* y, std::size_t ldy) noexcept {
-  for (std::size_t n = n0; n < n1; n += 8) {
+  std::size_t n = n0;
+  if (q8_t16_applies(m, w))
+    for (; n + 16 <= n1; n += 16) q8_columns_vnni512_t16(xq, m, w, n, y, ldy);
+  for (; n < n1; n += 8) {
     const std::size_t cols = std::min<std::size_t>(8, n1 - n);
     std::size_t r = 0;
     auto both_halves = [&](auto tile) {
@@ -582,7 +714,7 @@ inline void q8_gemv_quantized(const float* x, std::size_t ldx, std::size_t m, co
   std::size_t rows = 0;
   for (std::size_t i = 0; i < count; ++i) rows += outs[i].weight->rows;
   std::size_t chunk = (rows + pool.size() * 8 - 1) / (pool.size() * 8);
-  chunk = std::max<std::size_t>(16, (chunk + 7) / 8 * 8);  // whole tiles of 4 and of 8 weight rows
+  chunk = std::max<std::size_t>(16, (chunk + 15) / 16 * 16);  // whole tiles of 4, 8 and 16 weight rows
   std::size_t first[matmul_group_max + 1] = {};
   for (std::size_t i = 0; i < count; ++i) first[i + 1] = first[i] + (outs[i].weight->rows + chunk - 1) / chunk;
   pool.parallel_for(first[count], [&](std::size_t task, std::size_t) {
