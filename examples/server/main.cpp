@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "izwi/core/huge_pages.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/server/device.hpp"
 #include "izwi/server/model_loader.hpp"
@@ -324,6 +325,18 @@ bool open_serving_device(izwi::server::ServingDevice& device) {
   return true;
 }
 
+/// Where loaded weights live, for each "loaded" line: decode runs ~15%
+/// slower from 4-KiB pages than from huge ones (docs/benchmarks.md), and the
+/// kernel grants huge pages silently or not at all, so the operator sees
+/// which the process got.
+std::string weights_memory_phrase(const izwi::server::CpuLoaderSettings& loader) {
+  std::string how = loader.weights_memory == izwi::io::FileMemory::map ? "checkpoints mapped (--mmap)"
+                                                                      : "checkpoints read into memory";
+  // A device copies the weights of the models it runs: their files stay mapped (model_loader.ipp).
+  if (loader.device.spec.kind == izwi::server::DeviceSpec::Kind::opencl) how += ", mapped for the device's models";
+  return how + "; " + izwi::describe_huge_pages();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -363,7 +376,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "izwi-server: loading %s\n", path.string().c_str());
     try {
       registry.load_path(path, std::nullopt,
-                         [&server, &registry, &load_failed, path](std::optional<izwi::server::ApiError> error) {
+                         [&server, &registry, &load_failed, &options, path](std::optional<izwi::server::ApiError> error) {
                            if (error) {
                              std::fprintf(stderr, "izwi-server: %s\n", error->what());
                              load_failed = true;
@@ -375,7 +388,8 @@ int main(int argc, char** argv) {
                              if (entry.info && entry.info->path == path)
                                what = "'" + entry.id + "' (" + entry.info->description +
                                       (entry.info->untrained ? "; UNTRAINED: random weights" : "") + ")";
-                           std::fprintf(stderr, "izwi-server: loaded %s\n", what.c_str());
+                           std::fprintf(stderr, "izwi-server: loaded %s; %s\n", what.c_str(),
+                                        weights_memory_phrase(options.loader).c_str());
                          });
     } catch (const std::exception& e) {
       std::fprintf(stderr, "izwi-server: %s\n", e.what());

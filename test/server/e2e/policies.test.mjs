@@ -54,17 +54,28 @@ async function servedDescription(server) {
   return entry.description;
 }
 
-for (const [scheduling, cache, order] of [["fcfs", "paged", ["B", "C"]], ["priority", "unified", ["C", "B"]]]) {
-  test(`--scheduling-policy ${scheduling} --kv-cache ${cache}: waiting requests admitted ${order.join(" then ")}`,
-       async () => {
+// The start-up line of a loaded model says how its checkpoint is held and
+// how much of the process the kernel put in huge pages (or that it has none).
+const HUGE_PAGES = String.raw`(\d+ MiB of the process in transparent huge pages \(host policy: (always|madvise)\)|.*4-KiB pages)`;
+
+for (const [scheduling, cache, order, mmap] of [["fcfs", "paged", ["B", "C"], false],
+                                                ["priority", "unified", ["C", "B"], true]]) {
+  test(`--scheduling-policy ${scheduling} --kv-cache ${cache}${mmap ? " --mmap" : ""}: waiting requests admitted ` +
+       `${order.join(" then ")}`, async () => {
     const args = ["--scheduling-policy", scheduling, "--kv-cache", cache, "--max-num-seqs", "1",
                   "--admin-api-key", ADMIN_KEY];
     if (cache === "unified") args.push("--kv-cache-memory-fraction", "0.01");
+    if (mmap) args.push("--mmap");
     const server = await startServer({args});
     try {
       const description = await servedDescription(server);
       assert.match(description, new RegExp(`${scheduling === "fcfs" ? "FCFS" : "priority"} scheduling`), description);
       assert.match(description, new RegExp(`${cache} KV cache`), description);
+      const held = mmap ? String.raw`checkpoints mapped \(--mmap\)` : "checkpoints read into memory";
+      const loaded = new RegExp(`izwi-server: loaded .*; ${held}; ${HUGE_PAGES}\n`);
+      // /health turns ready as the model is registered, the line follows on the loader's thread.
+      for (let i = 0; i < 50 && !loaded.test(server.log()); ++i) await sleep(100);
+      assert.match(server.log(), loaded, server.log());
       assert.deepEqual(await completionOrder(server), order);
     } finally {
       const r = await server.stop();
