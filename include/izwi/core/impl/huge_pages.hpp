@@ -1,10 +1,11 @@
 #pragma once
 // Bodies of izwi/core/huge_pages.hpp.
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
-#include <sstream>
+#include <system_error>
 
 namespace izwi {
 
