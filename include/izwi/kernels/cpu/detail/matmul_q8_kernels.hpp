@@ -538,7 +538,8 @@ inline void q8_t16_transpose(const std::byte* block, std::size_t stride, __m512i
 }
 
 /// Activation rows r0 .. r0+R-1 x weight rows n .. n+15 (all 16 written).
-/// Prefetches `ahead` bytes past its rows (q8_prefetch_distance).
+/// Prefetches `ahead` bytes past its rows (the first row group: the next 16
+/// rows; 0, its own rows, for the others).
 template <std::size_t R>
 inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
                                 std::size_t ahead, float* y, std::size_t ldy) noexcept {
@@ -576,8 +577,9 @@ inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const W
     }
   }
   for (std::size_t r = 0; r < R; ++r) {
-    const __m512 lanes = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0])),
-                                            _mm512_cvtpd_ps(acc[r][1]), 1);
+    // Both halves in one vector (insertf64x4: AVX-512 F, where insertf32x8 needs DQ).
+    const __m512 lanes = _mm512_castpd_ps(_mm512_insertf64x4(
+        _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0]))), _mm256_castps_pd(_mm512_cvtpd_ps(acc[r][1])), 1));
     // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
     _mm512_storeu_ps(y + (r0 + r) * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
   }
