@@ -80,6 +80,20 @@ after(async () => {
   if (r) assert.equal(r.code, 0, `izwi-server exited with ${JSON.stringify(r)}; output:\n${server.log().slice(-3000)}`);
 });
 
+// Two requests for the same text: the same tokens, times and fields, and
+// log-probabilities to float rounding. A request that finds its decoder
+// prompt in the prefix cache runs fewer rows through each matmul, and
+// Whisper's matmuls do not promise a row the same bits at every row count
+// (on AVX2 the average log-probability moved by 2e-6).
+function assertSameTranscription(actual, expected, message) {
+  const strip = (segments) => segments.map(({avg_logprob, ...rest}) => rest);
+  const stripped = (r) => (r.segments ? {...r, segments: strip(r.segments)} : r);
+  assert.deepEqual(stripped(actual), stripped(expected), message);
+  (expected.segments || []).forEach((s, i) =>
+    assert.ok(Math.abs(s.avg_logprob - actual.segments[i].avg_logprob) < 1e-5,
+              `${message}: segment ${i} avg_logprob ${actual.segments[i].avg_logprob} against ${s.avg_logprob}`));
+}
+
 function upload(fields, {route = "/v1/audio/transcriptions", file = JFK, filename = "jfk.wav", model = WHISPER_ID} = {}) {
   const all = [["file", {filename, data: file}], ...(model ? [["model", model]] : []), ...fields];
   const {body, contentType} = form(all);
@@ -219,7 +233,8 @@ describe("/v1/audio/transcriptions", () => {
     const done = JSON.parse(events.at(-1));
     assert.equal(done.type, "transcript.text.done");
     assert.equal(done.text, verbose.json.text);
-    assert.deepEqual(done.segments, verbose.json.segments, "the segments of the non-streamed verbose_json");
+    assertSameTranscription({segments: done.segments}, {segments: verbose.json.segments},
+                            "the segments of the non-streamed verbose_json");
     assert.equal(done.language, verbose.json.language);
     assert.equal(done.duration, verbose.json.duration);
   });
@@ -275,7 +290,8 @@ describe("/v1/audio/transcriptions", () => {
     assert.equal(once.status, 200, once.text);
     assert.ok(once.json.segments.every((s) => s.temperature === 0), JSON.stringify(once.json.segments));
     const byDefault = await upload(fields);
-    if (byDefault.json.segments.every((s) => s.temperature === 0)) assert.deepEqual(once.json, byDefault.json);
+    if (byDefault.json.segments.every((s) => s.temperature === 0))
+      assertSameTranscription(once.json, byDefault.json, "temperature_inc=0 against the default");
     const e = checkErrorEnvelope(assert, await upload([["temperature_inc", "2"]]), 400, "temperature_inc=2");
     assert.equal(e.param, "temperature_inc");
   });
@@ -286,7 +302,7 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
     const greedy = await upload([["response_format", "verbose_json"]]);
     const one = await upload([["response_format", "verbose_json"], ["beam_size", "1"]]);
     assert.equal(one.status, 200, one.text);
-    assert.deepEqual(one.json, greedy.json, "beam_size=1 decodes greedily");
+    assertSameTranscription(one.json, greedy.json, "beam_size=1 decodes greedily");
     const beams = [];
     for (let i = 0; i < 2; ++i) {
       const r = await upload([["response_format", "verbose_json"], ["beam_size", "5"], ["best_of", "2"]]);
@@ -296,9 +312,7 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
     const v = beams[0];
     // The same tokens and times; log-probabilities to float rounding (a
     // round's beams may share an engine step with different neighbours).
-    const exact = (r) => ({...r, segments: r.segments.map(({avg_logprob, ...rest}) => rest)});
-    assert.deepEqual(exact(beams[1]), exact(v), "a beam search is deterministic (and the fallback's samples seeded)");
-    v.segments.forEach((s, i) => assert.ok(Math.abs(s.avg_logprob - beams[1].segments[i].avg_logprob) < 1e-5));
+    assertSameTranscription(beams[1], v, "a beam search is deterministic (and the fallback's samples seeded)");
     assert.equal(v.segments.map((s) => s.text).join("").trimStart(), v.text);
     let last = 0;
     for (const s of v.segments) {
