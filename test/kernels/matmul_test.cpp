@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -63,7 +64,11 @@ float quantize_block(const float* x, std::int8_t* q) {
     return finite ? 0.0f : std::nanf("");
   }
   for (std::size_t i = 0; i < 32; ++i) q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inv));
-  return amax / 127.0f;
+  // The scale to binary16's 11 significant bits, to nearest even, in
+  // float's range: the significand in [0.5, 1) scaled to [1024, 2048).
+  int exponent = 0;
+  const float significand = std::frexp(amax / 127.0f, &exponent);
+  return std::ldexp(std::nearbyint(std::ldexp(significand, 11)), exponent - 11);
 }
 
 /// The integer path written out plainly: per block an exact int32 sum of
@@ -96,6 +101,7 @@ std::vector<float> q8_integer_reference(const float* x, std::size_t ldx, std::si
 /// How far the integer path may be from the exact product of row x (k
 /// values) with weight row w: each activation moves by at most half its
 /// block's step max|x| / 127 (a hair more: the step is rounded to float),
+/// plus 127 times the step's rounding to 11 significant bits (2^-11 of it),
 /// plus the float bound above for the rest.
 double q8_quantization_bound(const float* x, const float* w, std::size_t k) {
   double bound = 0;
@@ -105,7 +111,7 @@ double q8_quantization_bound(const float* x, const float* w, std::size_t k) {
       amax = std::max(amax, std::fabs(double(x[i])));
       wsum += std::fabs(double(w[i]));
     }
-    bound += amax / 127.0 * 0.5001 * wsum;
+    bound += amax / 127.0 * (0.5001 + 127 * 0x1p-11) * wsum;
   }
   return bound;
 }
@@ -397,6 +403,26 @@ TEST_CASE("matmul_group_batch_invariant: a row's outputs are bit-identical in an
   CHECK(a == b);
 }
 
+TEST_CASE("matmul Q8_0 integer path: an activation block's scale is llama.cpp's binary16 one where binary16 holds it",
+          "[kernels][matmul]") {
+  // q8_integer_reference (which every variant equals bit for bit) rounds the
+  // scale to 11 significant bits in float's range; within binary16's normal
+  // range that is the binary16 value llama.cpp stores (block_q8_0.d).
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> log2_max(-6.9f, 23.0f);  // scales 2^-14 .. 65504
+  std::int8_t q[32];
+  for (int trial = 0; trial < 20000; ++trial) {
+    float x[32] = {};
+    x[trial % 32] = std::exp2(log2_max(rng)) * (trial % 2 ? -1.0f : 1.0f);
+    const float amax = std::fabs(x[trial % 32]);
+    const float scale = amax / 127.0f;
+    if (!(scale >= 0x1p-14f && scale <= 65504.0f)) continue;  // outside binary16's normal range
+    const float binary16 = f16_to_f32(f32_to_f16(scale));
+    INFO("max|x| = " << amax);
+    REQUIRE(quantize_block(x, q) == binary16);
+  }
+}
+
 TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activations, any batch",
           "[kernels][matmul][dispatch]") {
   // Weights at the int8 extremes (-128 is legal in a file though quantizers
@@ -424,6 +450,12 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
   x[4 * k + 7] = 1e-38f;                                             // row 4: a block too small to scale
   std::fill(x.begin() + 4 * k, x.begin() + 4 * k + 7, 0.0f);
   std::fill(x.begin() + 4 * k + 8, x.begin() + 4 * k + 32, 0.0f);
+  // Row 5: blocks whose scale binary16 could not hold (llama.cpp's would be
+  // infinite above 65504 and subnormal below 6.1e-5); izwi keeps float's range.
+  for (std::size_t i = 0; i < 32; ++i) {
+    x[5 * k + i] *= 4e6f;        // max|x| near 1.2e7: scale near 9.4e4
+    x[5 * k + 32 + i] *= 1e-5f;  // max|x| near 3e-5: scale near 2.4e-7
+  }
   const auto expected = q8_integer_reference(x.data(), k, m, w);
   izwi::detail::ThreadPool pool(3);
   auto check_rows = [&](const std::vector<float>& y, std::size_t rows, std::size_t first_row) {
@@ -466,8 +498,17 @@ TEST_CASE("matmul Q8_0 integer path: extreme blocks, zero and non-finite activat
         }
       }
   });
-  // Row 1 is zero and row 0 exact: the quantization cost nothing there.
-  for (std::size_t j = 0; j < n; ++j) CHECK(expected[n + j] == 0.0f);
+  // Row 1 is zero: the quantization cost nothing there. Row 5 is finite and
+  // within the quantization bound of the exact product.
+  for (std::size_t j = 0; j < n; ++j) {
+    CHECK(expected[n + j] == 0.0f);
+    double exact = 0;
+    for (std::size_t i = 0; i < k; ++i) exact += double(x[5 * k + i]) * double(w.values[j * k + i]);
+    INFO("row 5 column " << j << ": " << expected[5 * n + j] << " against " << exact);
+    CHECK(std::isfinite(expected[5 * n + j]));
+    CHECK(std::abs(expected[5 * n + j] - exact) <=
+          q8_quantization_bound(x.data() + 5 * k, w.values.data() + j * k, k) + 1e-6 * std::abs(exact));
+  }
   // The public entry point: the active variant (the forced SSE2 one under
   // kernels.dispatch_forced_sse2).
   const std::size_t active_rows = kernels::cpu::active_kernels().q8_0_quantized_max_rows;

@@ -38,4 +38,17 @@ inline std::filesystem::path random_qwen3() {
                    });
 }
 
+/// The same random Qwen3 (the same seed, so the same values before
+/// conversion) as a GGUF of `type` weights (f32, f16, bf16, q8_0), made once
+/// per build tree.
+inline std::filesystem::path random_qwen3_gguf(const std::string& type) {
+  return made_once(std::filesystem::current_path() / ("random-qwen3-" + type), "model.gguf",
+                   [&type](const std::filesystem::path& out) {
+                     return std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + out.string() + " --tokenizer " +
+                            qwen3_tokenizer_json().string() + " --seed 7 --logit-scale 1.0 --untied --gguf-only --gguf-type " +
+                            type;
+                   }) /
+         "model.gguf";
+}
+
 }  // namespace izwi::testing

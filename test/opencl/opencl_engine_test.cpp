@@ -21,7 +21,6 @@
 #include "izwi/kv_cache/unified.hpp"
 #include "izwi/models/qwen3.hpp"
 #include "izwi/scheduler/fcfs.hpp"
-#include "models/made_once.hpp"
 #include "models/qwen3_engine_properties.hpp"
 #include "models/random_qwen3.hpp"
 #include "opencl/opencl_test_util.hpp"
@@ -116,17 +115,6 @@ Lockstep run_lockstep(CpuQwen3Engine& cpu, OpenClQwen3Engine& gpu, const std::ve
   return out;
 }
 
-/// The random Qwen3 as a GGUF of `type` weights (f16, bf16, q8_0), made once per build tree.
-std::filesystem::path random_qwen3_gguf(const std::string& type) {
-  return testing::made_once(std::filesystem::current_path() / ("random-qwen3-" + type), "model.gguf",
-                            [&type](const std::filesystem::path& out) {
-                              return std::string(IZWI_MAKE_RANDOM_QWEN3) + " --out " + out.string() +
-                                     " --tokenizer " + testing::qwen3_tokenizer_json().string() +
-                                     " --seed 7 --logit-scale 1.0 --untied --gguf-only --gguf-type " + type;
-                            }) /
-         "model.gguf";
-}
-
 }  // namespace
 
 TEST_CASE("OpenCL Qwen3 gives the CPU's greedy ids and logits, batched with chunked prefill",
@@ -159,7 +147,7 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
   scheduling.max_num_batched_tokens = 16;
   for (const std::string type : {"f16", "bf16", "q8_0"}) {
     INFO("weights " << type);
-    const std::filesystem::path gguf = random_qwen3_gguf(type);
+    const std::filesystem::path gguf = testing::random_qwen3_gguf(type);
     Qwen3LoadOptions options;
     options.kv_cache_dtype = DType::f16;
     auto cpu = make_cpu_engine(scheduling, Qwen3::load(gguf, options));

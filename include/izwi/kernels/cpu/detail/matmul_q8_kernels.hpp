@@ -7,8 +7,9 @@
 // The algorithm (the same in every variant, bit for bit):
 // 1. Once per matmul call, before the threads start, every activation row is
 //    cut into blocks of 32 values and each block quantized: d = max|x| / 127
-//    (a float), q[i] = round-to-nearest-even(x[i] * (127 / max|x|)), |q| <=
-//    127. A block with an infinite or NaN value gets d = NaN (the output is
+//    rounded to binary16's 11 significant bits (a float: see
+//    round_to_f16_significand), q[i] = round-to-nearest-even(x[i] *
+//    (127 / max|x|)), |q| <= 127. A block with an infinite or NaN value gets d = NaN (the output is
 //    NaN, as the float product would be); one whose max|x| is below about
 //    4e-37 (127 / max|x| overflows) counts as zero.
 // 2. For each weight block and activation block, s = sum q_w[i] * q_x[i]
@@ -19,8 +20,9 @@
 //    gives the same sum, and every variant adds the same doubles in the same
 //    order. y is that double rounded to float.
 // The error against the float product is the activations' rounding, at most
-// d_x / 2 per value (llama.cpp quantizes activations the same way for its
-// Q8_0 dot products); the gain is that the weights are never widened: 32
+// d_x / 2 per value, plus the scale's (at most 2^-11 of it, so 127 * 2^-11 *
+// d_x per value); llama.cpp quantizes activations the same way for its Q8_0
+// dot products. The gain is that the weights are never widened: 32
 // multiplies per block are 1 (VNNI) or 2 (AVX2) integer instructions on one
 // vector, then one float multiply per block.
 //
@@ -104,6 +106,26 @@ struct QuantizedRows {
   const std::int8_t* block(std::size_t r, std::size_t b) const noexcept { return q + at(r, b) * q8_0_block_values; }
 };
 
+/// An activation block's scale d rounded to binary16's 11 significant bits
+/// (to nearest, ties to even), kept in float's exponent range. llama.cpp
+/// stores this scale as binary16 (block_q8_0.d): with the same significand
+/// both multiply the same integer block sums by the same scale products, so
+/// on one Q8_0 GGUF their logits agree to float rounding, where a float
+/// scale left them about 3% of the logits' range apart (4 layers; measured
+/// 2026-11-29). The float range keeps what binary16 would lose: llama.cpp's
+/// scale overflows to infinity above 65504 (max|x| above 8.3e6) and turns
+/// subnormal below 6.1e-5 (max|x| below 7.8e-3), losing significant bits;
+/// there izwi keeps 11 bits. The cost is at most 2^-11 of the scale, an
+/// eighth of the rounding of q itself (half a step of a value near max|x|).
+inline float round_to_f16_significand(float d) noexcept {
+  std::uint32_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  bits += 0x0fffu + ((bits >> 13) & 1u);  // round the 13 dropped bits to nearest, ties to even
+  bits &= ~std::uint32_t{0x1fff};
+  std::memcpy(&d, &bits, sizeof bits);
+  return d;
+}
+
 /// One block of 32 activations: its scale, and q (step 1 above), and the sum of q.
 inline float quantize_q8_block(const float* x, std::int8_t* q, std::int32_t& sum) noexcept {
   float amax = 0.0f;
@@ -124,7 +146,7 @@ inline float quantize_q8_block(const float* x, std::int8_t* q, std::int32_t& sum
     q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inv));
     sum += q[i];
   }
-  return amax / 127.0f;
+  return round_to_f16_significand(amax / 127.0f);
 }
 
 #if defined(__AVX2__)
@@ -164,7 +186,7 @@ inline float quantize_q8_block_avx2(const float* x, std::int8_t* q, std::int32_t
   _mm256_store_si256(reinterpret_cast<__m256i*>(parts), total);
   sum = 0;
   for (std::int32_t part : parts) sum += part;
-  return amax / 127.0f;
+  return round_to_f16_significand(amax / 127.0f);
 }
 #endif
 
