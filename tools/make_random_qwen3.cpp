@@ -184,24 +184,25 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-}  // namespace
+/// Qwen3's special ids, as the published tokenizer numbers them.
+constexpr std::uint32_t eos_id = 151645, bos_id = 151643;  // <|im_end|>, <|endoftext|>
 
-int main(int argc, char** argv) try {
-  Options o = parse(argc, argv);
-  const io::JsonValue tokenizer = io::read_json_file(o.tokenizer);
-  {
-    std::size_t largest = 0;
-    for (const auto& [token, id] : io::json_find(*io::json_find(tokenizer, "model"), "vocab")->as_object())
-      largest = std::max<std::size_t>(largest, static_cast<std::size_t>(id.as_int64()));
-    if (const io::JsonValue* added = io::json_find(tokenizer, "added_tokens"))
-      for (const io::JsonValue& t : added->as_array())
-        largest = std::max<std::size_t>(largest, static_cast<std::size_t>(io::json_find(t, "id")->as_int64()));
-    if (o.vocab <= largest) usage("--vocab must cover every id of the tokenizer");
-  }
-  fs::create_directories(o.out);
+/// Name -> (shape, values), in the Hugging Face names.
+using Tensors = std::map<std::string, std::pair<std::vector<std::uint64_t>, std::vector<float>>>;
 
-  // config.json with Qwen3's keys; generation defaults of the published models.
-  const std::uint32_t eos = 151645, bos = 151643;  // <|im_end|>, <|endoftext|>
+void check_vocab_covers(const io::JsonValue& tokenizer, std::uint32_t vocab) {
+  std::size_t largest = 0;
+  for (const auto& [token, id] : io::json_find(*io::json_find(tokenizer, "model"), "vocab")->as_object())
+    largest = std::max<std::size_t>(largest, static_cast<std::size_t>(id.as_int64()));
+  if (const io::JsonValue* added = io::json_find(tokenizer, "added_tokens"))
+    for (const io::JsonValue& t : added->as_array())
+      largest = std::max<std::size_t>(largest, static_cast<std::size_t>(io::json_find(t, "id")->as_int64()));
+  if (vocab <= largest) usage("--vocab must cover every id of the tokenizer");
+}
+
+/// config.json with Qwen3's keys, the generation defaults of the published
+/// models, and the tokenizer files beside them.
+void write_config_files(const Options& o) {
   char config[2048];
   std::snprintf(config, sizeof config,
                 "{\n  \"architectures\": [\"Qwen3ForCausalLM\"],\n  \"model_type\": \"qwen3\",\n"
@@ -213,8 +214,8 @@ int main(int argc, char** argv) try {
                 "  \"hidden_act\": \"silu\",\n  \"torch_dtype\": \"%s\",\n  \"bos_token_id\": %u,\n"
                 "  \"eos_token_id\": %u,\n  \"rope_scaling\": null,\n  \"use_sliding_window\": false\n}\n",
                 static_cast<unsigned long long>(o.seed), o.hidden, o.layers, o.heads, o.kv_heads, o.head_dim,
-                o.intermediate, o.vocab, o.tied ? "true" : "false", o.dtype == "bf16" ? "bfloat16" : "float32", bos,
-                eos);
+                o.intermediate, o.vocab, o.tied ? "true" : "false", o.dtype == "bf16" ? "bfloat16" : "float32", bos_id,
+                eos_id);
   write_text(o.out / "config.json", config);
   write_text(o.out / "generation_config.json",
              "{\n  \"bos_token_id\": 151643,\n  \"eos_token_id\": [151645, 151643],\n  \"pad_token_id\": 151643,\n"
@@ -223,14 +224,16 @@ int main(int argc, char** argv) try {
   const fs::path tokenizer_config = o.tokenizer.parent_path() / "tokenizer_config.json";
   if (fs::exists(tokenizer_config))
     fs::copy_file(tokenizer_config, o.out / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+}
 
-  // Weights: projections normal(0, 0.1) -- larger than transformers' 0.02
-  // initializer so that attention and MLP outputs move the residual stream
-  // and the output depends on the context, not only on the last token --
-  // norms near 1, embeddings (and lm_head) at --logit-scale.
+/// Projections normal(0, 0.1) -- larger than transformers' 0.02 initializer
+/// so that attention and MLP outputs move the residual stream and the output
+/// depends on the context, not only on the last token -- norms near 1,
+/// embeddings (and lm_head) at --logit-scale.
+Tensors random_tensors(const Options& o) {
   constexpr double kProjectionStd = 0.1;
   std::mt19937_64 rng(o.seed);
-  std::map<std::string, std::pair<std::vector<std::uint64_t>, std::vector<float>>> tensors;
+  Tensors tensors;
   auto add = [&](const std::string& name, std::vector<std::uint64_t> shape, double mean, double stddev) {
     std::size_t n = 1;
     for (auto d : shape) n *= d;
@@ -257,8 +260,11 @@ int main(int argc, char** argv) try {
   }
   add("model.norm.weight", {h}, 1.0, 0.1);
   if (!o.tied) add("lm_head.weight", {o.vocab, h}, 0.0, o.logit_scale);
+  return tensors;
+}
 
-  // safetensors (f32, or bf16 rounded to nearest even as torch does).
+/// model.safetensors: f32, or bf16 rounded to nearest even as torch does.
+void write_safetensors_file(const Options& o, const Tensors& tensors) {
   std::vector<std::vector<std::uint16_t>> bf16_storage;
   std::vector<io::TensorToWrite> to_write;
   for (const auto& [name, tensor] : tensors) {
@@ -276,17 +282,20 @@ int main(int argc, char** argv) try {
     }
     to_write.push_back(std::move(t));
   }
-  if (o.write_safetensors) io::write_safetensors(o.out / "model.safetensors", to_write, {{"format", "pt"}});
+  io::write_safetensors(o.out / "model.safetensors", to_write, {{"format", "pt"}});
+}
 
-  // GGUF with the same weights (norms stay f32, as llama.cpp's converter keeps 1-D tensors).
+/// model.gguf with the same weights in --gguf-type (norms stay f32, as
+/// llama.cpp's converter keeps 1-D tensors), the vocabulary and Qwen3's metadata.
+void write_gguf_file(const Options& o, const Tensors& tensors, const io::JsonValue& tokenizer) {
   const io::GgmlType type = gguf_type_of(o.gguf_type);
   io::GgufWriter gguf;
   const io::TransformerConfig cfg = io::TransformerConfig::from(
       io::ConfigView(io::read_json_file(o.out / "config.json"), (o.out / "config.json").string()));
   io::GgufVocabulary vocabulary = vocabulary_of(tokenizer, o.vocab);
-  vocabulary.bos_token_id = bos;
-  vocabulary.eos_token_id = eos;
-  vocabulary.padding_token_id = bos;
+  vocabulary.bos_token_id = bos_id;
+  vocabulary.eos_token_id = eos_id;
+  vocabulary.padding_token_id = bos_id;
   io::add_qwen3_metadata(gguf, cfg, vocabulary, file_type_of(type), "izwi-random-qwen3");
   for (const auto& [name, tensor] : tensors) {
     const auto gguf_name = io::qwen3_gguf_tensor_name(name);
@@ -301,6 +310,19 @@ int main(int argc, char** argv) try {
     gguf.add_tensor(*gguf_name, one_dimensional ? io::GgmlType::f32 : type, tensor.first, values);
   }
   gguf.write(o.out / "model.gguf");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options o = parse(argc, argv);
+  const io::JsonValue tokenizer = io::read_json_file(o.tokenizer);
+  check_vocab_covers(tokenizer, o.vocab);
+  fs::create_directories(o.out);
+  write_config_files(o);
+  const Tensors tensors = random_tensors(o);
+  if (o.write_safetensors) write_safetensors_file(o, tensors);
+  write_gguf_file(o, tensors, tokenizer);
   std::cout << "wrote a random-weight Qwen3 (hidden " << o.hidden << ", " << o.layers << " layers, " << o.heads
             << "/" << o.kv_heads << " heads, head_dim " << o.head_dim << ", vocab " << o.vocab << ") to " << o.out
             << "\n";
