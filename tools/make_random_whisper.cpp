@@ -29,10 +29,13 @@
 //   izwi-make-random-whisper --mel-of audio.wav --mel-out mel.f32 [--n-mels 80] [--offset SECONDS]
 //       (Whisper's log-mel of the 30-s window from SECONDS, zero-padded, [n_mels][3000] f32,
 //       for the reference driver)
+//   izwi-make-random-whisper --help
+//
+// Exit status: 0; 1 when reading or writing fails; 2 for a mistake on the
+// command line, or a --vocab-from that does not fit the --shape.
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -50,7 +53,11 @@
 #include "izwi/models/whisper.hpp"
 #include "izwi/tokenizer/detail/byte_level.hpp"
 
+#include "command_line.hpp"
+
 namespace fs = std::filesystem;
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 using namespace izwi;
 
 namespace {
@@ -58,41 +65,77 @@ namespace {
 struct Options {
   fs::path out, vocab_from, tiktoken, mel_of, mel_out;
   std::string shape = "tiny";
+  WhisperConfig config;  // the --shape preset (checkpoint mode)
   std::uint64_t seed = 1;
-  std::string ggml_type;
+  std::vector<std::string> ggml_types;  // --ggml-type's list: each f16 or q8_0
   std::uint32_t n_mels = 80;
   double offset_seconds = 0;
   double eot_scale = 1.0;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "izwi-make-random-whisper: " << problem
-            << "\nusage: izwi-make-random-whisper --out DIR --vocab-from ggml-whisper.bin [--shape tiny] [--seed N]"
-               " [--tiktoken FILE] [--ggml-type f16,q8_0] [--eot-scale S]\n       izwi-make-random-whisper --mel-of WAV --mel-out FILE [--n-mels 80] [--offset SECONDS]\n";
-  std::exit(2);
+constexpr cli::Program program{
+    "izwi-make-random-whisper",
+    "izwi-make-random-whisper --out DIR --vocab-from ggml-whisper.bin [options]\n"
+    "       izwi-make-random-whisper --mel-of AUDIO --mel-out FILE [--n-mels 80] [--offset SECONDS]",
+    "writes a random-weight Whisper checkpoint, or a log-mel for the reference driver"};
+
+/// "f16,q8_0" -> {"f16", "q8_0"}, checked before anything is written.
+std::vector<std::string> ggml_types_of(const std::string& list) {
+  std::vector<std::string> types;
+  for (std::size_t at = 0; at < list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, comma - at);
+    at = comma + 1;
+    if (name != "f16" && name != "q8_0")
+      cli::usage_error(program, "--ggml-type takes f16 and/or q8_0, not '" + name + "'");
+    types.push_back(name);
+  }
+  return types;
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--out") o.out = value();
-    else if (a == "--vocab-from") o.vocab_from = value();
-    else if (a == "--tiktoken") o.tiktoken = value();
-    else if (a == "--shape") o.shape = value();
-    else if (a == "--seed") o.seed = std::stoull(value());
-    else if (a == "--ggml-type") o.ggml_type = value();
-    else if (a == "--mel-of") o.mel_of = value();
-    else if (a == "--mel-out") o.mel_out = value();
-    else if (a == "--n-mels") o.n_mels = static_cast<std::uint32_t>(std::stoul(value()));
-    else if (a == "--offset") o.offset_seconds = std::stod(value());
-    else if (a == "--eot-scale") o.eot_scale = std::stod(value());
-    else usage("unknown option " + a);
+  std::string out, vocab_from, tiktoken, ggml_types, mel_of, mel_out;
+  po::options_description checkpoint("checkpoint options");
+  checkpoint.add_options()
+      ("out", po::value(&out)->value_name("DIR"), "directory to write (required)")
+      ("vocab-from", po::value(&vocab_from)->value_name("FILE"),
+       "a ggml-whisper file with the mel filters and vocabulary (required; for-tests-ggml-tiny.bin)")
+      ("tiktoken", po::value(&tiktoken)->value_name("FILE"),
+       "openai-whisper's rank file: exact token bytes, and OUT/hf/vocab.json")
+      ("shape", po::value(&o.shape)->value_name("NAME")->default_value(o.shape), "tiny, base, ..., large-v3-turbo")
+      ("seed", po::value(&o.seed)->value_name("N")->default_value(o.seed), "random seed")
+      ("ggml-type", po::value(&ggml_types)->value_name("f16,q8_0"),
+       "also write OUT/ggml-model-<type>.bin for each type in the list")
+      ("eot-scale", po::value(&o.eot_scale)->value_name("S")->default_value(o.eot_scale),
+       "the end-of-text embedding row times S (negative: shorter greedy decodes)");
+  po::options_description mel("log-mel options (for the reference driver)");
+  mel.add_options()
+      ("mel-of", po::value(&mel_of)->value_name("AUDIO"), "write the log-mel of this audio file instead")
+      ("mel-out", po::value(&mel_out)->value_name("FILE"), "where: [n_mels][3000] f32 (required with --mel-of)")
+      ("n-mels", po::value(&o.n_mels)->value_name("N")->default_value(o.n_mels), "mel bins")
+      ("offset", po::value(&o.offset_seconds)->value_name("SECONDS")->default_value(o.offset_seconds),
+       "start of the 30-s window");
+  po::options_description options;
+  options.add(checkpoint).add(mel).add_options()("help,h", "show this help");
+  cli::read_command_line(argc, argv, program, options);
+  // Paths are read as strings: a path's operator>> would stop at a space.
+  o.out = out;
+  o.vocab_from = vocab_from;
+  o.tiktoken = tiktoken;
+  o.mel_of = mel_of;
+  o.mel_out = mel_out;
+  if (!o.mel_of.empty()) {  // --mel-of takes precedence: the checkpoint options are not looked at
+    if (o.mel_out.empty()) cli::usage_error(program, "--mel-of needs --mel-out FILE");
+    return o;
   }
+  if (o.out.empty() || o.vocab_from.empty()) cli::usage_error(program, "--out and --vocab-from are required");
+  try {
+    o.config = WhisperConfig::preset(o.shape);
+  } catch (const izwi::invalid_argument& e) {
+    cli::usage_error(program, std::string("--shape: ") + e.what());
+  }
+  o.ggml_types = ggml_types_of(ggml_types);
   return o;
 }
 
@@ -293,20 +336,17 @@ int write_mel(const Options& o) {
   return out ? 0 : 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const Options o = parse(argc, argv);
-  if (!o.mel_of.empty()) return write_mel(o);
-  if (o.out.empty() || o.vocab_from.empty()) usage("--out and --vocab-from are required");
-  const WhisperConfig config = WhisperConfig::preset(o.shape);
+/// The checkpoint: OUT/hf/ and OUT/ggml-model[-<type>].bin from one draw of the weights.
+int write_checkpoint(const Options& o) {
+  const WhisperConfig& config = o.config;
   const io::GgmlWhisperFile vocab_file = io::GgmlWhisperFile::open(o.vocab_from);
   if (vocab_file.mel_bins() != config.n_mels)
-    usage(o.vocab_from.string() + " has " + std::to_string(vocab_file.mel_bins()) + " mel filters; the " + o.shape +
-          " shape needs " + std::to_string(config.n_mels));
+    cli::usage_error(program, o.vocab_from.string() + " has " + std::to_string(vocab_file.mel_bins()) +
+                                  " mel filters; the " + o.shape + " shape needs " + std::to_string(config.n_mels));
   if (vocab_file.hparams().n_vocab != static_cast<std::int32_t>(config.vocab_size))
-    usage(o.vocab_from.string() + " is for n_vocab " + std::to_string(vocab_file.hparams().n_vocab) + ", the " +
-          o.shape + " shape has " + std::to_string(config.vocab_size));
+    cli::usage_error(program, o.vocab_from.string() + " is for n_vocab " +
+                                  std::to_string(vocab_file.hparams().n_vocab) + ", the " + o.shape + " shape has " +
+                                  std::to_string(config.vocab_size));
   std::vector<std::string> vocabulary(vocab_file.vocabulary().begin(), vocab_file.vocabulary().end());
   if (!o.tiktoken.empty()) {
     const auto exact = tokenizer::WhisperTokenizer::from_tiktoken(o.tiktoken, config.vocab_size);
@@ -318,16 +358,18 @@ int main(int argc, char** argv) try {
   fs::create_directories(o.out);
   write_hf(o.out / "hf", config, weights, o.tiktoken.empty() ? nullptr : &vocabulary);
   write_ggml(o.out / "ggml-model.bin", config, weights, vocab_file, vocabulary, DType::f32);
-  for (std::size_t at = 0; at < o.ggml_type.size();) {  // a comma-separated list
-    const std::size_t comma = std::min(o.ggml_type.find(',', at), o.ggml_type.size());
-    const std::string name = o.ggml_type.substr(at, comma - at);
-    at = comma + 1;
-    const DType type = name == "f16" ? DType::f16 : name == "q8_0" ? DType::q8_0 : DType::f32;
-    if (type == DType::f32) usage("--ggml-type takes f16 and/or q8_0, not '" + name + "'");
-    write_ggml(o.out / ("ggml-model-" + name + ".bin"), config, weights, vocab_file, vocabulary, type);
-  }
+  for (const std::string& name : o.ggml_types)
+    write_ggml(o.out / ("ggml-model-" + name + ".bin"), config, weights, vocab_file, vocabulary,
+               name == "f16" ? DType::f16 : DType::q8_0);
   std::cout << "wrote " << o.out.string() << " (Whisper " << o.shape << " shape, random weights)\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options o = parse(argc, argv);
+  return o.mel_of.empty() ? write_checkpoint(o) : write_mel(o);
 } catch (const std::exception& e) {
   std::cerr << "izwi-make-random-whisper: " << e.what() << "\n";
   return 1;

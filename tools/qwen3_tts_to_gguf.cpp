@@ -15,6 +15,7 @@
 //
 //   izwi-qwen3-tts-to-gguf DIR --talker talker.gguf --mmproj mmproj.gguf [--type f32|f16|q8_0]
 //       [--ecapa-channels 64] [--seed 1]
+//   izwi-qwen3-tts-to-gguf --help
 //
 // --type sets the talker's and code predictor's matrices (for speed
 // comparisons); the codec decoder keeps llama.cpp's converter's types, the
@@ -24,6 +25,9 @@
 // For tests: izwi reads DIR, llama.cpp reads the GGUF pair, and both hold the
 // same arrays (up to the F16 conv kernels and the folded text projection,
 // computed here in f32).
+//
+// Exit status: 0 after writing both files or --help, 2 for bad arguments, 1
+// when DIR cannot be read or a file cannot be written.
 
 #include <cmath>
 #include <cstdlib>
@@ -41,12 +45,18 @@
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/models/qwen3_tts_config.hpp"
 
+#include "command_line.hpp"
+
 namespace fs = std::filesystem;
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 using namespace izwi;
 
 namespace {
 
-constexpr const char* program = "izwi-qwen3-tts-to-gguf";
+constexpr cli::Program program{"izwi-qwen3-tts-to-gguf",
+                               "izwi-qwen3-tts-to-gguf DIR --talker talker.gguf --mmproj mmproj.gguf [options]",
+                               "writes a Qwen3-TTS directory as llama.cpp's GGUF pair"};
 
 /// Type of the talker's and the code predictor's matrices (--type); norms stay f32.
 io::GgmlType matrix_type = io::GgmlType::f32;
@@ -326,8 +336,10 @@ std::vector<float> codebook(const Source& s, const std::string& prefix) {
   return out;
 }
 
-void write_codec(io::GgufWriter& w, const Source& s, const Qwen3TtsCodecConfig& c) {
-  const io::GgmlType f16 = io::GgmlType::f16, f32 = io::GgmlType::f32;
+/// The codec's split residual quantizer: its 1x1 projections as matrices and
+/// its codebooks dequantised, all f32.
+void write_codec_quantizer(io::GgufWriter& w, const Source& s, const Qwen3TtsCodecConfig& c) {
+  const io::GgmlType f32 = io::GgmlType::f32;
   const std::uint64_t half = c.codebook_dim / 2;
   const auto squeeze = [&](const std::string& name, const std::string& hf) {
     const auto v = s.get(hf);
@@ -346,6 +358,11 @@ void write_codec(io::GgufWriter& w, const Source& s, const Qwen3TtsCodecConfig& 
     rest.insert(rest.end(), b.begin(), b.end());
   }
   w.add_tensor("a.gen.wav.quant.rest.codebook.weight", f32, {c.num_quantizers - 1u, c.codebook_size, half}, rest);
+}
+
+void write_codec(io::GgufWriter& w, const Source& s, const Qwen3TtsCodecConfig& c) {
+  const io::GgmlType f16 = io::GgmlType::f16, f32 = io::GgmlType::f32;
+  write_codec_quantizer(w, s, c);
   add_conv(w, "a.gen.wav.pre_conv", s, "decoder.pre_conv.conv", f16);
   const std::string t = "decoder.pre_transformer.";
   add_conv(w, "a.gen.wav.tfm.in_proj", s, t + "input_proj", f32);
@@ -422,47 +439,64 @@ void write_mmproj(const Source& s, const Source& codec_dir, const Qwen3TtsConfig
   w.write(out);
 }
 
+struct Options {
+  fs::path dir, talker, mmproj;
+  io::GgmlType type = io::GgmlType::f32;  // becomes matrix_type
+  std::uint64_t ecapa_channels = 64, seed = 1;  // the random speaker encoder's
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  std::string dir, talker, mmproj, type = "f32";
+  std::size_t ecapa_channels = o.ecapa_channels, seed = o.seed;
+  po::options_description options("options");
+  options.add_options()
+      ("talker", po::value(&talker)->value_name("FILE"), "the talker GGUF to write (required)")
+      ("mmproj", po::value(&mmproj)->value_name("FILE"), "the mmproj GGUF to write (required)")
+      ("type", po::value(&type)->value_name("f32|f16|q8_0")->default_value(type),
+       "the talker's and code predictor's matrices")
+      ("ecapa-channels", cli::count(&ecapa_channels)->value_name("N"),
+       "channels of the random speaker encoder (a multiple of 64), for a checkpoint without one")
+      ("seed", cli::count(&seed)->value_name("N"), "seed of that random speaker encoder")
+      ("help,h", "show this help");
+  po::options_description hidden;
+  hidden.add_options()("dir", po::value(&dir));
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  cli::read_command_line(argc, argv, program, options, hidden, positional);
+  if (dir.empty()) cli::usage_error(program, "DIR (the Hugging Face Qwen3-TTS directory) is required");
+  if (talker.empty() || mmproj.empty())
+    cli::usage_error(program, "--talker and --mmproj (the files to write) are required");
+  if (type == "f32") o.type = io::GgmlType::f32;
+  else if (type == "f16") o.type = io::GgmlType::f16;
+  else if (type == "q8_0") o.type = io::GgmlType::q8_0;
+  else cli::usage_error(program, "--type must be f32, f16 or q8_0, not " + type);
+  if (ecapa_channels == 0 || ecapa_channels % 64 != 0)
+    cli::usage_error(program, "--ecapa-channels must be a positive multiple of 64");
+  o.dir = dir;
+  o.talker = talker;
+  o.mmproj = mmproj;
+  o.ecapa_channels = ecapa_channels;
+  o.seed = seed;
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-  fs::path dir, talker, mmproj;
-  std::uint64_t ecapa = 64, seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--talker") talker = next();
-    else if (a == "--mmproj") mmproj = next();
-    else if (a == "--ecapa-channels") ecapa = std::stoull(next());
-    else if (a == "--seed") seed = std::stoull(next());
-    else if (a == "--type") {
-      const std::string t = next();
-      if (t == "f32") matrix_type = io::GgmlType::f32;
-      else if (t == "f16") matrix_type = io::GgmlType::f16;
-      else if (t == "q8_0") matrix_type = io::GgmlType::q8_0;
-      else throw std::runtime_error("--type must be f32, f16 or q8_0");
-    }
-    else if (dir.empty() && a.rfind("--", 0) != 0) dir = a;
-    else throw std::runtime_error("unknown argument " + a);
-  }
-  if (dir.empty() || talker.empty() || mmproj.empty()) {
-    std::cerr << "usage: " << program << " DIR --talker talker.gguf --mmproj mmproj.gguf [--type f32|f16|q8_0] [--ecapa-channels 64] [--seed 1]\n";
-    return 2;
-  }
-  if (ecapa % 64 != 0) throw std::runtime_error("--ecapa-channels must be a multiple of 64");
-  const Qwen3TtsConfig c = Qwen3TtsConfig::read(dir / "config.json");
-  const Qwen3TtsCodecConfig codec = Qwen3TtsCodecConfig::read(dir / "speech_tokenizer/config.json");
-  if (!fs::exists(dir / "tokenizer.json")) throw std::runtime_error(dir.string() + " has no tokenizer.json");
-  const io::JsonValue config = io::read_json_file(dir / "config.json");
-  const io::JsonValue tokenizer = io::read_json_file(dir / "tokenizer.json");
-  const Source main{io::ModelDirectory::open(dir)}, codec_dir{io::ModelDirectory::open(dir / "speech_tokenizer")};
-  write_talker(main, config, tokenizer, c, talker);
-  write_mmproj(main, codec_dir, c, codec, ecapa, seed, mmproj);
-  std::cout << "wrote " << talker << " and " << mmproj << "\n";
+  const Options o = parse(argc, argv);
+  matrix_type = o.type;
+  const Qwen3TtsConfig c = Qwen3TtsConfig::read(o.dir / "config.json");
+  const Qwen3TtsCodecConfig codec = Qwen3TtsCodecConfig::read(o.dir / "speech_tokenizer/config.json");
+  if (!fs::exists(o.dir / "tokenizer.json")) throw std::runtime_error(o.dir.string() + " has no tokenizer.json");
+  const io::JsonValue config = io::read_json_file(o.dir / "config.json");
+  const io::JsonValue tokenizer = io::read_json_file(o.dir / "tokenizer.json");
+  const Source main{io::ModelDirectory::open(o.dir)}, codec_dir{io::ModelDirectory::open(o.dir / "speech_tokenizer")};
+  write_talker(main, config, tokenizer, c, o.talker);
+  write_mmproj(main, codec_dir, c, codec, o.ecapa_channels, o.seed, o.mmproj);
+  std::cout << "wrote " << o.talker << " and " << o.mmproj << "\n";
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << program << ": " << e.what() << "\n";
+  std::cerr << program.name << ": " << e.what() << "\n";
   return 1;
 }

@@ -5,6 +5,7 @@
 // median microseconds and the variant of the kernels.
 //
 //   izwi-matmul-group-ab [rows=1] [threads=2] [repetitions=2000]
+//   izwi-matmul-group-ab [--rows 1] [--threads 2] [--repetitions 2000]   (the same, named)
 //
 // With 1 thread the two do the same work (the control); with more, the group
 // saves three pool synchronisations per layer.
@@ -13,12 +14,16 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "izwi/kernels/cpu/thread_pool.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
+
+#include "command_line.hpp"
+
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 
 namespace {
 
@@ -59,16 +64,39 @@ void grouped(const float* x, std::size_t m, const Layer& w, Outputs& y, izwi::de
   kc::matmul_group(x, hidden, m, gate_up, pool);
 }
 
+struct Options {
+  std::size_t rows = 1;
+  std::size_t threads = 2;
+  std::size_t repetitions = 2000;
+};
+
+constexpr cli::Program program{
+    "izwi-matmul-group-ab", "izwi-matmul-group-ab [ROWS [THREADS [REPETITIONS]]]",
+    "q/k/v and gate/up as five matmul() or two matmul_group() calls, alternating"};
+
+/// ROWS, THREADS and REPETITIONS in that order, each also accepted as a
+/// named option (Program_options needs the names for positional arguments).
+Options parse(int argc, char** argv) {
+  Options o;
+  po::options_description arguments("ROWS, THREADS and REPETITIONS, in that order or named as here");
+  arguments.add_options()
+      ("rows", cli::count(&o.rows)->value_name("N"), "activation rows (tokens in the step), >= 1")
+      ("threads", cli::count(&o.threads)->value_name("N"), "thread-pool size, >= 1 (1: the control)")
+      ("repetitions", cli::count(&o.repetitions)->value_name("N"), "repetitions of each side, >= 1")
+      ("help,h", "show this help");
+  po::positional_options_description positional;
+  positional.add("rows", 1).add("threads", 1).add("repetitions", 1);
+  cli::read_command_line(argc, argv, program, arguments, {}, positional);
+  if (o.rows == 0 || o.threads == 0 || o.repetitions == 0)
+    cli::usage_error(program, "ROWS, THREADS and REPETITIONS must be >= 1");
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t m = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1;
-  const std::size_t threads = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 2;
-  const std::size_t reps = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2000;
-  if (m == 0 || threads == 0 || reps == 0) {
-    std::fprintf(stderr, "usage: izwi-matmul-group-ab [rows>=1] [threads>=1] [repetitions>=1]\n");
-    return 2;
-  }
+  const Options o = parse(argc, argv);
+  const std::size_t m = o.rows, threads = o.threads, reps = o.repetitions;
   izwi::detail::ThreadPool pool(threads);
   const Layer layer;
   Outputs y(m);

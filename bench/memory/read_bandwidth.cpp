@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,6 +29,11 @@
 #include <vector>
 
 #include "izwi/core/detail/huge_page_buffer.hpp"
+
+#include "command_line.hpp"
+
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 
 namespace {
 
@@ -39,34 +43,26 @@ struct Options {
   std::size_t reps = 10;
 };
 
-std::vector<std::size_t> parse_list(const std::string& text) {
-  std::vector<std::size_t> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    out.push_back(std::stoul(text.substr(start, comma - start)));
-    start = comma + 1;
-  }
-  return out;
-}
+constexpr cli::Program program{"izwi-read-bandwidth", "izwi-read-bandwidth [--threads 1,2] [--mib 1024] [--reps 10]",
+                               "the machine's memory read bandwidth, from 4-KiB and 2-MiB pages"};
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "usage: izwi-read-bandwidth [--threads 1,2] [--mib 1024] [--reps 10]\n");
-      std::exit(2);
-    }
-    const std::string value = argv[++i];
-    if (arg == "--threads") o.threads = parse_list(value);
-    else if (arg == "--mib") o.mib = std::stoul(value);
-    else if (arg == "--reps") o.reps = std::stoul(value);
-    else {
-      std::fprintf(stderr, "izwi-read-bandwidth: unknown option %s\n", arg.c_str());
-      std::exit(2);
-    }
-  }
+  std::string threads = "1,2";
+  po::options_description options("options");
+  options.add_options()
+      ("threads", po::value(&threads)->value_name("LIST")->default_value(threads),
+       "thread counts to measure, comma-separated (0 is skipped)")
+      ("mib", cli::count(&o.mib)->value_name("N"), "buffer size in MiB (far larger than the last-level cache)")
+      ("reps", cli::count(&o.reps)->value_name("N"), "timed reads per thread count, after one warm-up")
+      ("help,h", "show this help");
+  cli::read_command_line(argc, argv, program, options);
+  const auto thread_counts = cli::parse_count_list(threads);
+  if (!thread_counts)
+    cli::usage_error(program, "--threads expects thread counts separated by commas, got '" + threads + "'");
+  o.threads = *thread_counts;
+  if (o.mib == 0) cli::usage_error(program, "--mib must be >= 1");
+  if (o.reps == 0) cli::usage_error(program, "--reps must be >= 1");
   return o;
 }
 

@@ -15,8 +15,7 @@
 // and scheduler, every stream's time to first audio and underruns.
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,11 @@
 #include "izwi/scheduler/playback_deadline.hpp"
 #include "scheduler/fixed_block_kv_cache.hpp"
 #include "scheduler/playback_simulation.hpp"
+
+#include "command_line.hpp"
+
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 
 namespace {
 
@@ -89,52 +93,41 @@ void compare(const char* name, const std::vector<SimulatedStream>& streams, cons
   print("playback deadline", run(deadline, streams, o, [&](izwi::TimePoint t) { deadline.time_source().set(t); }));
 }
 
-double number(const char* flag, const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0') {
-    std::fprintf(stderr, "%s expects a number, got '%s'\n", flag, text);
-    std::exit(2);
+constexpr cli::Program program{"izwi_playback_bench", "izwi_playback_bench [--scenario burst|staggered|both] [options]",
+                               "FCFS against playback-deadline scheduling under overload, in simulated time"};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.config.seed = 1;
+  po::options_description options("options (S: seconds)");
+  options.add_options()
+      ("scenario", po::value(&o.scenario)->value_name("NAME")->default_value(o.scenario), "burst, staggered or both")
+      ("per-step", cli::seconds(&o.cost.per_step)->value_name("S"), "step cost: fixed part")
+      ("per-sequence", cli::seconds(&o.cost.per_sampling_sequence)->value_name("S"), "step cost per frame made")
+      ("per-prefill-token", cli::seconds(&o.cost.per_prefill_token)->value_name("S"), "step cost per prompt token")
+      ("horizon", cli::seconds(&o.config.playback_horizon_seconds)->value_name("S"),
+       "a stream with more unplayed audio than this sits out")
+      ("first-audio", cli::seconds(&o.config.playback_first_audio_seconds)->value_name("S"),
+       "time-to-first-audio target")
+      ("max-num-seqs", cli::count(&o.config.max_num_seqs)->value_name("N"), "sequences per step (seats)")
+      ("displace", cli::seconds(&o.config.playback_displace_seconds)->value_name("S"),
+       "seat swapping threshold (0: off)")
+      ("help,h", "show this help");
+  cli::read_command_line(argc, argv, program, options);
+  if (o.scenario != "burst" && o.scenario != "staggered" && o.scenario != "both")
+    cli::usage_error(program, "--scenario must be burst, staggered or both, got '" + o.scenario + "'");
+  try {
+    o.config.validate();
+  } catch (const std::exception& e) {
+    cli::usage_error(program, e.what());
   }
-  return v;
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  o.config.seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const char* flag = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s needs a value (see the header of bench/scheduler/playback_bench.cpp)\n", flag);
-      return 2;
-    }
-    const char* value = argv[++i];
-    if (!std::strcmp(flag, "--scenario")) o.scenario = value;
-    else if (!std::strcmp(flag, "--per-step")) o.cost.per_step = number(flag, value);
-    else if (!std::strcmp(flag, "--per-sequence")) o.cost.per_sampling_sequence = number(flag, value);
-    else if (!std::strcmp(flag, "--per-prefill-token")) o.cost.per_prefill_token = number(flag, value);
-    else if (!std::strcmp(flag, "--horizon")) o.config.playback_horizon_seconds = number(flag, value);
-    else if (!std::strcmp(flag, "--first-audio")) o.config.playback_first_audio_seconds = number(flag, value);
-    else if (!std::strcmp(flag, "--displace")) o.config.playback_displace_seconds = number(flag, value);
-    else if (!std::strcmp(flag, "--max-num-seqs"))
-      o.config.max_num_seqs = static_cast<std::size_t>(number(flag, value));
-    else {
-      std::fprintf(stderr, "unknown option %s\n", flag);
-      return 2;
-    }
-  }
-  try {
-    o.config.validate();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-  if (o.scenario != "burst" && o.scenario != "staggered" && o.scenario != "both") {
-    std::fprintf(stderr, "--scenario must be burst, staggered or both, got '%s'\n", o.scenario.c_str());
-    return 2;
-  }
+  const Options o = parse(argc, argv);
   if (o.scenario != "staggered") compare("burst", burst_scenario(), o);
   if (o.scenario != "burst") compare("staggered", staggered_scenario(), o);
   return 0;

@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <map>
 #include <string>
@@ -32,6 +31,11 @@
 #include "izwi/scheduler/playback_deadline.hpp"
 #include "izwi/stock_engines.hpp"
 #include "scheduler/playback_simulation.hpp"
+
+#include "command_line.hpp"
+
+namespace po = boost::program_options;
+namespace cli = izwi::command_line;
 
 namespace {
 
@@ -143,51 +147,58 @@ auto make_engine(const Options& o) {
   return std::make_unique<E>(Scheduler(o.scheduler), std::move(cache), std::move(executor));
 }
 
-std::size_t count(const char* flag, const std::string& v) {
-  std::size_t used = 0;
-  const unsigned long n = std::stoul(v, &used);
-  if (used != v.size()) throw std::runtime_error(std::string(flag) + " expects a count, got '" + v + "'");
-  return n;
+constexpr cli::Program program{
+    "izwi_playback_engine_bench",
+    "izwi_playback_engine_bench DIR [options]\n  DIR: a Qwen3-TTS checkpoint (Hugging Face layout)",
+    "FCFS against playback-deadline scheduling under overload, on the real engine"};
+
+/// The flags, which --help lists; DIR is positional and not among them.
+po::options_description flags(Options& o) {
+  po::options_description options("options (N: a count, S: seconds)");
+  options.add_options()
+      ("threads", cli::count(&o.threads)->value_name("N"), "CPU threads of the executor")
+      ("long-streams", cli::count(&o.long_streams)->value_name("N"), "streams arriving at 0 s")
+      ("long-frames", cli::count(&o.long_frames)->value_name("N"), "frames (80 ms each) of every long stream")
+      ("burst-streams", cli::count(&o.burst_streams)->value_name("N"), "streams arriving together at --burst-at")
+      ("burst-frames", cli::count(&o.burst_frames)->value_name("N"), "frames of every burst stream")
+      ("burst-at", cli::seconds(&o.burst_at)->value_name("S"), "when the burst arrives")
+      ("horizon", cli::seconds(&o.scheduler.playback_horizon_seconds)->value_name("S"),
+       "a stream with more unplayed audio than this sits out")
+      ("first-audio", cli::seconds(&o.scheduler.playback_first_audio_seconds)->value_name("S"),
+       "time-to-first-audio target")
+      ("low-water", cli::seconds(&o.scheduler.playback_low_water_seconds)->value_name("S"),
+       "streams sit out only while another has less audio left than this")
+      ("max-num-seqs", cli::count(&o.scheduler.max_num_seqs)->value_name("N"), "sequences per step (seats)")
+      ("displace", cli::seconds(&o.scheduler.playback_displace_seconds)->value_name("S"),
+       "seat swapping threshold (0: off)")
+      ("help,h", "show this help");
+  return options;
 }
 
-double seconds(const char* flag, const std::string& v) {
-  std::size_t used = 0;
-  const double x = std::stod(v, &used);
-  if (used != v.size()) throw std::runtime_error(std::string(flag) + " expects seconds, got '" + v + "'");
-  return x;
+Options parse(int argc, char** argv) {
+  Options o;
+  o.scheduler.seed = 1;
+  po::options_description hidden;
+  hidden.add_options()("dir", po::value(&o.dir));
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  cli::read_command_line(argc, argv, program, flags(o), hidden, positional);
+  if (o.dir.empty())
+    cli::usage_error(program, "DIR is required: a Qwen3-TTS checkpoint, e.g. from izwi-make-random-qwen3-tts");
+  if (o.long_frames == 0 || o.burst_frames == 0)
+    cli::usage_error(program, "--long-frames and --burst-frames must be >= 1");
+  try {
+    o.scheduler.validate();
+  } catch (const std::exception& e) {
+    cli::usage_error(program, e.what());
+  }
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  Options o;
-  o.scheduler.seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--", 0) != 0) {
-      o.dir = a;
-      continue;
-    }
-    if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-    const std::string v = argv[++i];
-    if (a == "--threads") o.threads = count("--threads", v);
-    else if (a == "--long-streams") o.long_streams = count("--long-streams", v);
-    else if (a == "--long-frames") o.long_frames = count("--long-frames", v);
-    else if (a == "--burst-streams") o.burst_streams = count("--burst-streams", v);
-    else if (a == "--burst-frames") o.burst_frames = count("--burst-frames", v);
-    else if (a == "--burst-at") o.burst_at = seconds("--burst-at", v);
-    else if (a == "--horizon") o.scheduler.playback_horizon_seconds = seconds("--horizon", v);
-    else if (a == "--first-audio") o.scheduler.playback_first_audio_seconds = seconds("--first-audio", v);
-    else if (a == "--low-water") o.scheduler.playback_low_water_seconds = seconds("--low-water", v);
-    else if (a == "--displace") o.scheduler.playback_displace_seconds = seconds("--displace", v);
-    else if (a == "--max-num-seqs") o.scheduler.max_num_seqs = count("--max-num-seqs", v);
-    else throw std::runtime_error("unknown option " + a);
-  }
-  if (o.dir.empty())
-    throw std::runtime_error("usage: izwi_playback_engine_bench DIR [options] (see the source's header)");
-  if (o.long_frames == 0 || o.burst_frames == 0)
-    throw std::runtime_error("--long-frames and --burst-frames must be >= 1");
-  o.scheduler.validate();
+  const Options o = parse(argc, argv);
   std::printf("burst on %s: %zu x %zu frames at 0 s, %zu x %zu frames at %.1f s, %zu threads\n", o.dir.c_str(),
               o.long_streams, o.long_frames, o.burst_streams, o.burst_frames, o.burst_at, o.threads);
   {
