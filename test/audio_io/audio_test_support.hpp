@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
+#include "izwi/audio/decode.hpp"
+
 // Catch2 v2 has no SKIP: say so in the output and leave the test case.
 #define IZWI_SKIP_WITHOUT_FIXTURES()                                                     \
   do {                                                                                   \
@@ -26,6 +30,18 @@
   } while (false)
 
 namespace izwi::audio::test {
+
+/// Runs `f` and returns the DecodeError it throws (fails the test otherwise).
+template <class F>
+DecodeError expect_decode_error(F&& f) {
+  try {
+    f();
+  } catch (const DecodeError& e) {
+    return e;
+  }
+  FAIL("expected a DecodeError");
+  return DecodeError(DecodeProblem::corrupt, "unreachable");
+}
 
 /// ../shared/fixtures beside the clone, or $IZWI_FIXTURES_DIR when set (a
 /// worktree has no ../shared beside it).

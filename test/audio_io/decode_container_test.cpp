@@ -48,17 +48,6 @@ const container_case container_cases[] = {
     {"MPEG-PS (MP2)", {"mpeg", "mp2"}, "mpeg", "mp2", 0.999, true},
 };
 
-template <class F>
-DecodeError expect_decode_error(F&& f) {
-  try {
-    f();
-  } catch (const DecodeError& e) {
-    return e;
-  }
-  FAIL("expected a DecodeError");
-  return DecodeError(DecodeProblem::corrupt, "unreachable");
-}
-
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;

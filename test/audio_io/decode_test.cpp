@@ -18,18 +18,6 @@ using namespace izwi::audio::test;
 
 namespace {
 
-// Runs `f` and returns the DecodeError it throws (fails the test otherwise).
-template <class F>
-DecodeError expect_decode_error(F&& f) {
-  try {
-    f();
-  } catch (const DecodeError& e) {
-    return e;
-  }
-  FAIL("expected a decode_error");
-  return DecodeError(DecodeProblem::corrupt, "unreachable");
-}
-
 std::vector<std::byte> to_bytes(const std::vector<std::uint8_t>& v) {
   std::vector<std::byte> out(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<std::byte>(v[i]);

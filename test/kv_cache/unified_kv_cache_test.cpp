@@ -31,7 +31,7 @@ using izwi::test::token_run;
 
 namespace {
 
-using Cache = izwi::UnifiedKVCache<ManualMemoryPressureSource, 4>;
+using UnifiedCache = izwi::UnifiedKVCache<ManualMemoryPressureSource, 4>;
 constexpr std::size_t unlimited = static_cast<std::size_t>(-1);
 
 UnifiedKVCacheConfig test_config(std::size_t num_blocks, bool caching = true) {
@@ -50,10 +50,10 @@ MemoryPressureSample psi(double avg10) { return {0.9, avg10}; }
 TEST_CASE("UnifiedKVCache satisfies KVCachePolicy and the pressure-aware ability", "[kv_cache][concepts]") {
   STATIC_REQUIRE(izwi::KVCachePolicy<izwi::UnifiedKVCache<>>);
   STATIC_REQUIRE(izwi::PressureAwareKVCache<izwi::UnifiedKVCache<>>);
-  STATIC_REQUIRE(izwi::PressureAwareKVCache<Cache>);
-  STATIC_REQUIRE(std::is_same_v<Cache::memory_space, izwi::unified_space>);
-  STATIC_REQUIRE(izwi::accessible_from<izwi::cpu_execution, Cache::memory_space>);
-  STATIC_REQUIRE(izwi::accessible_from<izwi::gpu_execution, Cache::memory_space>);
+  STATIC_REQUIRE(izwi::PressureAwareKVCache<UnifiedCache>);
+  STATIC_REQUIRE(std::is_same_v<UnifiedCache::memory_space, izwi::unified_space>);
+  STATIC_REQUIRE(izwi::accessible_from<izwi::cpu_execution, UnifiedCache::memory_space>);
+  STATIC_REQUIRE(izwi::accessible_from<izwi::gpu_execution, UnifiedCache::memory_space>);
   STATIC_REQUIRE(izwi::MemoryPressureSource<izwi::SystemMemoryPressureSource>);
   STATIC_REQUIRE(izwi::MemoryPressureSource<ManualMemoryPressureSource>);
   STATIC_REQUIRE(!izwi::MemoryPressureSource<int>);
@@ -147,7 +147,7 @@ TEST_CASE("UnifiedKVCache sizes its budget as a fraction of physical memory", "[
   UnifiedKVCacheConfig c;
   c.physical_memory_bytes = std::size_t{1} << 20;  // 1 MiB
   c.memory_fraction = 0.5;
-  Cache kv(small_shape, c);
+  UnifiedCache kv(small_shape, c);
   // 512 KiB / 512-byte blocks = 1024 blocks, one of them the null block.
   CHECK(kv.stats().num_blocks == 1023);
   CHECK(kv.stats().total_bytes >= 1024 * 512);
@@ -155,14 +155,14 @@ TEST_CASE("UnifiedKVCache sizes its budget as a fraction of physical memory", "[
 
   c.memory_fraction = 1.5;
   try {
-    Cache bad(small_shape, c);
+    UnifiedCache bad(small_shape, c);
     FAIL("expected invalid_argument");
   } catch (const izwi::invalid_argument& e) {
     CHECK(e.field() == "memory_fraction");
   }
   c.memory_fraction = 0.85;
   c.physical_memory_bytes = 600;  // not even two blocks
-  CHECK_THROWS_AS(Cache(small_shape, c), izwi::invalid_argument);
+  CHECK_THROWS_AS(UnifiedCache(small_shape, c), izwi::invalid_argument);
   // The default source and fraction work on this machine; the block cap keeps the toy shape small.
   izwi::UnifiedKVCache<> system_cache(small_shape);
   CHECK(system_cache.stats().num_blocks == system_cache.config().max_num_blocks);
@@ -170,7 +170,7 @@ TEST_CASE("UnifiedKVCache sizes its budget as a fraction of physical memory", "[
 }
 
 TEST_CASE("UnifiedKVCache blocks, shares prefixes and stores K/V like the paged cache", "[kv_cache][unified]") {
-  Cache kv(small_shape, test_config(8));
+  UnifiedCache kv(small_shape, test_config(8));
   auto a = make_sequence(1, token_run(9));
   REQUIRE(kv.allocate_slots(a.view(), 0, 9, {}));
   auto b = make_sequence(2, token_run(9));
@@ -203,13 +203,13 @@ TEST_CASE("UnifiedKVCache blocks, shares prefixes and stores K/V like the paged 
 }
 
 TEST_CASE("UnifiedKVCache moves with its mapping and its pressure source", "[kv_cache][unified]") {
-  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<Cache>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<UnifiedCache>);
   ManualMemoryPressureSource pressure;
-  Cache original(small_shape, test_config(8), pressure);
+  UnifiedCache original(small_shape, test_config(8), pressure);
   auto a = make_sequence(1, token_run(9));
   REQUIRE(original.allocate_slots(a.view(), 0, 9, {}));
   std::byte* values = original.layer(0).values;
-  Cache moved(std::move(original));
+  UnifiedCache moved(std::move(original));
   CHECK(moved.layer(0).values == values);
   CHECK(moved.block_table(1).size() == 3);
   pressure.set(0.01);
@@ -220,7 +220,7 @@ TEST_CASE("UnifiedKVCache moves with its mapping and its pressure source", "[kv_
 
 TEST_CASE("UnifiedKVCache responds to pressure levels with hysteresis", "[kv_cache][unified][pressure]") {
   ManualMemoryPressureSource pressure;
-  Cache kv(small_shape, test_config(32), pressure);
+  UnifiedCache kv(small_shape, test_config(32), pressure);
 
   // Four running sequences, and a finished one whose two full blocks stay cached.
   for (izwi::RequestId id = 1; id <= 4; ++id) {
@@ -306,7 +306,7 @@ TEST_CASE("UnifiedKVCache reads its source at most once per poll interval", "[kv
   ManualMemoryPressureSource pressure;
   UnifiedKVCacheConfig c = test_config(8);
   c.poll_interval = std::chrono::hours(1);
-  Cache kv(small_shape, c, pressure);
+  UnifiedCache kv(small_shape, c, pressure);
   CHECK(kv.admission_advice().pressure == MemoryPressure::normal);
   CHECK(pressure.reads() == 1);
   pressure.set(0.01);
@@ -319,19 +319,19 @@ TEST_CASE("UnifiedKVCache gives pages of evicted and free blocks back to the sys
   // One layer, one head, head_dim 1024, f32: a block's K (or V) is 16 KiB, whole pages.
   const izwi::KVCacheShape big{1, 1, 1024, izwi::DType::f32};
   const std::size_t row = big.row_elements();
-  const auto fill = [&](Cache& kv, izwi::BlockId b, float value) {
+  const auto fill = [&](UnifiedCache& kv, izwi::BlockId b, float value) {
     for (auto* base : {kv.layer(0).keys, kv.layer(0).values}) {
       auto* p = reinterpret_cast<float*>(base) + b * 4 * row;
       for (std::size_t i = 0; i < 4 * row; ++i) p[i] = value;
     }
   };
-  const auto first_value = [&](Cache& kv, izwi::BlockId b) {
+  const auto first_value = [&](UnifiedCache& kv, izwi::BlockId b) {
     return reinterpret_cast<const float*>(kv.layer(0).keys)[b * 4 * row];
   };
 
   SECTION("warning: cached free blocks") {
     ManualMemoryPressureSource pressure;
-    Cache kv(big, test_config(8), pressure);
+    UnifiedCache kv(big, test_config(8), pressure);
     auto a = make_sequence(1, token_run(8));
     REQUIRE(kv.allocate_slots(a.view(), 0, 8, {}));
     const izwi::BlockId cached = kv.block_table(1)[0];
@@ -350,7 +350,7 @@ TEST_CASE("UnifiedKVCache gives pages of evicted and free blocks back to the sys
 
   SECTION("critical: every free block, once") {
     ManualMemoryPressureSource pressure;
-    Cache kv(big, test_config(8, false), pressure);
+    UnifiedCache kv(big, test_config(8, false), pressure);
     auto a = make_sequence(1, token_run(8));
     REQUIRE(kv.allocate_slots(a.view(), 0, 8, {}));
     const izwi::BlockId b0 = kv.block_table(1)[0];
@@ -433,7 +433,7 @@ TEST_CASE("UnifiedKVCache on another memory resource zeroes its null block and r
 TEST_CASE("UnifiedKVCache copies a remembered partial block's rows, and drops them under pressure",
           "[kv_cache][unified][partial]") {
   ManualMemoryPressureSource pressure;
-  Cache kv(small_shape, test_config(8), pressure);
+  UnifiedCache kv(small_shape, test_config(8), pressure);
   const std::size_t row = small_shape.row_elements();
   const auto first_key = [&](izwi::BlockId b) { return reinterpret_cast<float*>(kv.layer(1).keys) + b * 4 * row; };
   auto a = make_sequence(1, token_run(6));

@@ -34,8 +34,6 @@ using namespace izwi;
 
 namespace {
 
-using CpuQwen3Engine = Engine<FcfsScheduler, PagedKVCache<>, CpuExecutor<Qwen3>>;
-
 const fs::path node_modules = testing::reference_node_modules();
 
 bool have_references() {
@@ -101,13 +99,13 @@ LlamaCppRun run_llama_cpp(const fs::path& gguf, const std::vector<std::vector<To
   return run;
 }
 
-CpuQwen3Engine make_engine(Qwen3 model) {
+Qwen3CpuEngine make_reference_engine(Qwen3 model) {
   CpuExecutor<Qwen3> executor(std::move(model), {.num_threads = 2});
   executor.keep_logits(true);
   PagedKVCacheConfig kv_config;
   kv_config.byte_budget = std::size_t{64} << 20;
   PagedKVCache<> kv(executor.kv_cache_shape(), kv_config);
-  return CpuQwen3Engine(FcfsScheduler(), std::move(kv), std::move(executor));
+  return Qwen3CpuEngine(FcfsScheduler(), std::move(kv), std::move(executor));
 }
 
 }  // namespace
@@ -123,7 +121,7 @@ TEST_CASE("Qwen3 logits and greedy ids equal llama.cpp's on the same weights", "
       run_llama_cpp(dir / "model.gguf", prompts, vocab, greedy_tokens, 0, fs::current_path() / "qwen3-reference");
 
   // izwi's side: the whole engine, one request per prompt.
-  CpuQwen3Engine engine = make_engine(std::move(model));
+  Qwen3CpuEngine engine = make_reference_engine(std::move(model));
 
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     INFO("prompt " << i << ": " << texts[i]);
@@ -166,7 +164,7 @@ TEST_CASE("Qwen3 Q8_0: logits along the greedy path equal llama.cpp's on the sam
   constexpr int greedy_tokens = 24;
   const LlamaCppRun llama =
       run_llama_cpp(gguf, prompts, vocab, greedy_tokens, greedy_tokens, fs::current_path() / "qwen3-reference-q8_0");
-  CpuQwen3Engine engine = make_engine(std::move(model));
+  Qwen3CpuEngine engine = make_reference_engine(std::move(model));
 
   // Both sides quantize each activation block to int8 with a binary16-
   // precision scale and sum the same integer products; they differ in float

@@ -19,11 +19,21 @@
 #include "izwi/core/hash.hpp"
 #include "izwi/core/request.hpp"
 #include "izwi/core/step.hpp"
+#include "izwi/scheduler/scheduler_config.hpp"
 
 namespace izwi::test {
 
 inline TimePoint at_seconds(double seconds) {
   return TimePoint{} + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds + 1000.0));
+}
+
+/// A scheduler configuration small enough that tests reach its limits.
+inline SchedulerConfig small_config(std::size_t budget = 64, std::size_t max_seqs = 8) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_seqs;
+  c.seed = 1;
+  return c;
 }
 
 inline Request make_request(RequestId id, std::size_t prompt_length, std::uint32_t max_tokens, double arrival_seconds,

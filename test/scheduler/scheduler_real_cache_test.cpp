@@ -26,6 +26,7 @@ using izwi::SchedulerConfig;
 using izwi::StepPlan;
 using izwi::test::Driver;
 using izwi::test::make_request;
+using izwi::test::small_config;
 
 namespace {
 
@@ -39,14 +40,6 @@ SmallPaged make_paged(std::size_t num_blocks) {
   config.num_blocks = num_blocks;
   config.enable_prefix_caching = true;
   return SmallPaged(tiny_shape, config);
-}
-
-SchedulerConfig small_config(std::size_t budget, std::size_t max_seqs) {
-  SchedulerConfig c;
-  c.max_num_batched_tokens = budget;
-  c.max_num_seqs = max_seqs;
-  c.seed = 1;
-  return c;
 }
 
 /// A prompt that shares its first `shared` tokens with every prompt of the same group.

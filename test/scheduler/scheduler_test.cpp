@@ -22,18 +22,11 @@ using izwi::SchedulerConfig;
 using izwi::StepPlan;
 using izwi::test::Driver;
 using izwi::test::FixedBlockKVCache;
+using izwi::test::small_config;
 using izwi::test::make_request;
 using izwi::test::PressureFakeKVCache;
 
 namespace {
-
-SchedulerConfig small_config(std::size_t budget = 64, std::size_t max_seqs = 8) {
-  SchedulerConfig c;
-  c.max_num_batched_tokens = budget;
-  c.max_num_seqs = max_seqs;
-  c.seed = 1;
-  return c;
-}
 
 bool contains(const std::vector<RequestId>& v, RequestId id) { return std::find(v.begin(), v.end(), id) != v.end(); }
 

@@ -11,21 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer_test_support.hpp"
+
 using izwi::TokenId;
 using izwi::tokenizer::BpeTokenizer;
 using izwi::tokenizer::tokenizer_error;
 using Ids = std::vector<TokenId>;
+using izwi_tokenizer_test::json_string;
 
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 const std::string qwen2_pre_tokenizer =
     R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]})";

@@ -15,9 +15,7 @@ using izwi::tokenizer::ChatTemplateOptions;
 using izwi::tokenizer::ChatToolCall;
 using izwi::tokenizer::render_qwen3_chat;
 
-namespace {
-ChatMessage msg(std::string role, std::string content) { return ChatMessage{std::move(role), std::move(content), {}, {}}; }
-}  // namespace
+using izwi_tokenizer_test::msg;
 
 TEST_CASE("chat template: generation prompt with thinking on and off", "[tokenizer][chat]") {
   const std::vector<ChatMessage> chat = {msg("user", "hi")};

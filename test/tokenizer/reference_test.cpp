@@ -19,6 +19,9 @@
 #include "corpus.hpp"
 #include "tokenizer_test_support.hpp"
 
+using izwi_tokenizer_test::json_string;
+using izwi_tokenizer_test::msg;
+
 using izwi::TokenId;
 using izwi::tokenizer::BpeTokenizer;
 using izwi::tokenizer::ChatMessage;
@@ -26,29 +29,6 @@ using izwi::tokenizer::ChatTemplateOptions;
 using izwi::tokenizer::ChatToolCall;
 
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 struct ChatCase {
   std::string name;
@@ -83,8 +63,6 @@ std::string chat_json(const ChatCase& c) {
   }
   return j + "}";
 }
-
-ChatMessage msg(std::string role, std::string content) { return ChatMessage{std::move(role), std::move(content), {}, {}}; }
 
 std::vector<ChatCase> chat_cases() {
   std::vector<ChatCase> cases;

@@ -4,6 +4,7 @@
 // by scripts/install-references.sh), loading it once, and running node.
 
 #include <izwi/tokenizer/bpe_tokenizer.hpp>
+#include <izwi/tokenizer/chat_template.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +12,39 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace izwi_tokenizer_test {
+
+/// `s` as a JSON string literal: quotes and backslashes escaped, control
+/// bytes as \n, \r, \t or a six-character \u escape.
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/// A chat message with no tool calls.
+inline izwi::tokenizer::ChatMessage msg(std::string role, std::string content) {
+  return izwi::tokenizer::ChatMessage{std::move(role), std::move(content), {}, {}};
+}
 
 inline std::filesystem::path reference_node_modules() {
   return std::filesystem::path(IZWI_SOURCE_DIR) / "test" / "reference" / "node_modules";
