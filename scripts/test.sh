@@ -13,14 +13,15 @@
 #          is the optimised code); every other test runs once, in asan, which
 #          sees everything Release sees plus memory errors and undefined
 #          behaviour. Run alone (--quick, --only main): every test.
-#   asan   -DIZWI_SANITIZE=address,undefined, -O1. Builds the test executables only
+#   asan   -DIZWI_SANITIZE=address,undefined, -O1 (test code -O0 but where a test
+#          executable says OPTIMIZED, test/CMakeLists.txt). Builds the test executables only
 #          (target izwi-tests). Runs every test except those labelled `slow` (too
 #          long under a sanitizer), `install` and `compile-fail` (packaging and
 #          compile-time diagnostics: sanitizer flags change nothing there),
 #          `fuzz` (fuzz targets carry their own ASan+UBSan, and run in main) and
 #          `e2e` (they drive the izwi-server binary, built in main only); with
 #          IZWI_TEST_EXCLUDE_LABELS it does not even compile those.
-#   tsan   -DIZWI_SANITIZE=thread, -O1, -DIZWI_TEST_ONLY_LABELS=threads: only the
+#   tsan   -DIZWI_SANITIZE=thread, -O1 (test code as in asan), -DIZWI_TEST_ONLY_LABELS=threads: only the
 #          test executables labelled `threads` are even configured; runs label `threads`.
 #
 # Options:
@@ -75,7 +76,8 @@ if ((setup)); then
   "$root/scripts/install-references.sh"
 fi
 
-# Sanitizer builds: -O1 keeps tests fast, -g1 keeps line numbers in reports.
+# Sanitizer builds: -O1 keeps izwi's code fast, -g1 keeps line numbers in reports
+# (test code compiles at -O0 there unless its executable is OPTIMIZED: test/CMakeLists.txt).
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g1")
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
