@@ -1,10 +1,14 @@
 # The separate-compilation mode (include/izwi/config.hpp), as CMake targets:
 #
+#   izwi::io_compiled      the model-file readers and writers of io/ (GGUF,
+#                          safetensors, ggml, directories, JSON), once
+#                          (src/izwi_io.cpp)
 #   izwi::compiled         the stock engines (izwi/stock_engines.hpp) and model
-#                          loading, instantiated and compiled once (src/izwi.cpp)
+#                          loading, instantiated and compiled once (src/izwi.cpp),
+#                          with izwi::io_compiled
 #   izwi::server_http_compiled  the HTTP Server and its endpoint families
 #                          (izwi/server/server.hpp), no engine
-#                          (src/izwi_server_http*.cpp)
+#                          (src/izwi_server_http*.cpp), with izwi::io_compiled
 #   izwi::server_compiled  izwi-server's stock model loader (src/izwi_server.cpp),
 #                          with both of the above
 #
@@ -15,9 +19,20 @@
 # Included after the sanitizer options of the top-level CMakeLists.txt: the
 # compiled part must carry the same instrumentation as the programs it joins.
 
+# The model files' bodies were compiled at -O3 in every program and test that
+# reads a checkpoint (a third of the object code of the tools, the server's
+# loader and the model tests): here once, in their own unit, because the
+# HTTP Server reads model files too (Silero VAD's weights) without linking
+# the stock engines.
+add_library(izwi_io_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi_io.cpp)
+add_library(izwi::io_compiled ALIAS izwi_io_compiled)
+target_link_libraries(izwi_io_compiled PUBLIC izwi)
+target_compile_definitions(izwi_io_compiled PUBLIC IZWI_SEPARATE_COMPILATION)
+set_target_properties(izwi_io_compiled PROPERTIES EXPORT_NAME io_compiled POSITION_INDEPENDENT_CODE ON)
+
 add_library(izwi_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi.cpp)
 add_library(izwi::compiled ALIAS izwi_compiled)
-target_link_libraries(izwi_compiled PUBLIC izwi izwi_tokenizer izwi_audio)  # izwi_audio: Whisper's log-mel
+target_link_libraries(izwi_compiled PUBLIC izwi izwi_io_compiled izwi_tokenizer izwi_audio)  # izwi_audio: Whisper's log-mel
 target_compile_definitions(izwi_compiled PUBLIC IZWI_SEPARATE_COMPILATION)
 set_target_properties(izwi_compiled PROPERTIES EXPORT_NAME compiled POSITION_INDEPENDENT_CODE ON)
 
@@ -36,7 +51,7 @@ add_library(izwi_server_http_compiled STATIC
   ${PROJECT_SOURCE_DIR}/src/izwi_server_http_speech.cpp)
 add_library(izwi::server_http_compiled ALIAS izwi_server_http_compiled)
 set_target_properties(izwi_server_http_compiled PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
-target_link_libraries(izwi_server_http_compiled PUBLIC izwi_server)
+target_link_libraries(izwi_server_http_compiled PUBLIC izwi_server izwi_io_compiled)
 target_compile_definitions(izwi_server_http_compiled PUBLIC IZWI_SEPARATE_COMPILATION)
 set_target_properties(izwi_server_http_compiled PROPERTIES EXPORT_NAME server_http_compiled
                                                            POSITION_INDEPENDENT_CODE ON)
@@ -68,9 +83,9 @@ endif()
 # header-only user of izwi::izwi needs none of them. CMake leaves installing
 # an EXCLUDE_FROM_ALL target undefined, so only a top-level izwi installs them.
 if(IZWI_TOP_LEVEL)
-  install(TARGETS izwi_compiled izwi_server_http_compiled izwi_server_compiled EXPORT izwiTargets
+  install(TARGETS izwi_io_compiled izwi_compiled izwi_server_http_compiled izwi_server_compiled EXPORT izwiTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 else()
-  set_target_properties(izwi_compiled izwi_server_http_compiled izwi_server_compiled
+  set_target_properties(izwi_io_compiled izwi_compiled izwi_server_http_compiled izwi_server_compiled
                         PROPERTIES EXCLUDE_FROM_ALL ON)
 endif()

@@ -10,9 +10,10 @@
 // is that translation unit, built once). Then
 //   - the stock engine configurations of <izwi/stock_engines.hpp> are declared
 //     `extern template` and instantiated once, in src.hpp;
-//   - the non-template parts marked IZWI_DECL (model loading, the server's
-//     stock model loader) are declared in their headers and defined once, in
-//     src.hpp, instead of `inline` in every translation unit.
+//   - the non-template parts marked IZWI_DECL (the model-file readers and
+//     writers of io/, model loading, the server's stock model loader) are
+//     declared in their headers and defined once, in src.hpp, instead of
+//     `inline` in every translation unit.
 // Anything else (your own engine configuration, your own model family) is
 // still instantiated where you use it, in either mode.
 //

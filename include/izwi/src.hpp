@@ -6,7 +6,8 @@
 //
 // It defines the non-template functions marked IZWI_DECL (model loading) and
 // explicitly instantiates the stock engine configurations of
-// izwi/stock_engines.hpp. The server's part is <izwi/server/src.hpp>.
+// izwi/stock_engines.hpp. The model files' part (io/) is <izwi/io/src.hpp>,
+// the server's <izwi/server/src.hpp>.
 
 #if !defined(IZWI_SEPARATE_COMPILATION)
 #error "izwi/src.hpp is for IZWI_SEPARATE_COMPILATION builds; header-only builds need no compiled part"

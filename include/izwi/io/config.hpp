@@ -15,6 +15,7 @@
 //   auto doc = izwi::io::read_json_file(dir / "config.json");
 //   auto cfg = izwi::io::TransformerConfig::from(izwi::io::ConfigView(doc, "config.json"));
 
+#include <izwi/config.hpp>
 #include <izwi/core/dtype.hpp>
 #include <izwi/core/error.hpp>
 #include <izwi/io/json.hpp>
@@ -149,3 +150,6 @@ GenerationConfig read_generation_config(const std::filesystem::path& generation_
 }  // namespace izwi::io
 
 #include <izwi/io/impl/config.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/config.ipp>
+#endif

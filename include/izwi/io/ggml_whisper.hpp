@@ -20,6 +20,7 @@
 // shape; a file with only header, filters and vocabulary (whisper.cpp's
 // for-tests-ggml-*.bin) is valid and has no tensors.
 
+#include <izwi/config.hpp>
 #include <izwi/core/dtype.hpp>
 #include <izwi/io/format_error.hpp>
 
@@ -127,4 +128,6 @@ void write_ggml_whisper(const std::filesystem::path& path, const GgmlWhisperHpar
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/ggml_whisper.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/ggml_whisper.ipp>
+#endif

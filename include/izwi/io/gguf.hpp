@@ -33,6 +33,7 @@
 // added, each at an aligned offset, each (the last included) zero-padded to the
 // alignment, general.alignment written only when it is not the default.
 
+#include <izwi/config.hpp>
 #include <izwi/core/dtype.hpp>
 #include <izwi/io/file_memory.hpp>
 #include <izwi/io/format_error.hpp>
@@ -298,4 +299,6 @@ inline constexpr std::size_t gguf_max_dims = 4;
 }  // namespace izwi::io
 
 #include <izwi/io/impl/gguf.hpp>
-#include <izwi/io/detail/gguf_parser.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/gguf.ipp>
+#endif

@@ -28,6 +28,7 @@
 // qwen3 weights need no permutation (unlike llama's Q/K): the bytes are the
 // same, and ne is the HF shape reversed (see gguf.hpp).
 
+#include <izwi/config.hpp>
 #include <izwi/io/config.hpp>
 #include <izwi/io/gguf.hpp>
 
@@ -81,4 +82,6 @@ std::optional<std::string> qwen3_hf_tensor_name(std::string_view gguf_name);
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/gguf_qwen3.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/gguf_qwen3.ipp>
+#endif

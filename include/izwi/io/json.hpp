@@ -23,6 +23,7 @@
 // links -lboost_json, or instead compiles <boost/json/src.hpp> in exactly one
 // of its translation units (Boost.JSON's header-only mode).
 
+#include <izwi/config.hpp>
 #include <izwi/core/error.hpp>
 
 #include <boost/json/array.hpp>
@@ -104,5 +105,6 @@ std::string json_kind_phrase(const JsonValue& value);
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/json.hpp>
-#include <izwi/io/detail/json_reader.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/json.ipp>
+#endif

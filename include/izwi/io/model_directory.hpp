@@ -21,6 +21,7 @@
 //   auto cfg = dir.transformer_config();
 //   auto w = dir.to_f32("model.layers.0.mlp.up_proj.weight", {cfg.intermediate_size, cfg.hidden_size});
 
+#include <izwi/config.hpp>
 #include <izwi/io/config.hpp>
 #include <izwi/io/json.hpp>
 #include <izwi/io/safetensors.hpp>
@@ -111,4 +112,6 @@ inline constexpr std::string_view safetensors_index_name = "model.safetensors.in
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/model_directory.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/model_directory.ipp>
+#endif

@@ -40,4 +40,7 @@ constexpr double q8_0_error_bound(double block_max_abs) noexcept {
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/quantize.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/config.hpp>
+#include <izwi/io/impl/quantize.ipp>
+#endif

@@ -19,6 +19,7 @@
 //
 // Sharded checkpoints (model.safetensors.index.json) build on this class.
 
+#include <izwi/config.hpp>
 #include <izwi/core/dtype.hpp>
 #include <izwi/io/file_memory.hpp>
 #include <izwi/io/format_error.hpp>
@@ -146,4 +147,6 @@ inline constexpr std::uint64_t safetensors_max_header_bytes = 100'000'000;
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/safetensors.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/safetensors.ipp>
+#endif

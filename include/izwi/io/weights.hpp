@@ -15,6 +15,7 @@
 // (qwen3 today, gguf_qwen3.hpp); shapes are compared in row-major order for
 // both formats (GGUF's ne reversed, see gguf.hpp), and no bytes are copied.
 
+#include <izwi/config.hpp>
 #include <izwi/core/dtype.hpp>
 #include <izwi/io/config.hpp>
 #include <izwi/io/gguf.hpp>
@@ -91,4 +92,6 @@ class ModelWeights {
 
 }  // namespace izwi::io
 
-#include <izwi/io/impl/weights.hpp>
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include <izwi/io/impl/weights.ipp>
+#endif

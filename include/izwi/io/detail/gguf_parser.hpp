@@ -359,7 +359,7 @@ class GgufParser {
 
 namespace izwi::io {
 
-inline GgufFile::GgufFile(std::unique_ptr<detail::SafetensorsStorage> storage, std::string name)
+IZWI_DECL GgufFile::GgufFile(std::unique_ptr<detail::SafetensorsStorage> storage, std::string name)
     : storage_(std::move(storage)), name_(std::move(name)) {
   detail::ParsedGguf parsed = detail::GgufParser(storage_->bytes(), name_).parse();
   version_ = parsed.version;

@@ -303,7 +303,7 @@ inline JsonValue parse_json_pass(std::string_view text, std::string_view file, b
 
 namespace izwi::io {
 
-inline JsonValue parse_json(std::string_view text, std::string_view display_name, boost::json::storage_ptr storage) {
+IZWI_DECL JsonValue parse_json(std::string_view text, std::string_view display_name, boost::json::storage_ptr storage) {
   // A UTF-8 byte order mark is not JSON (RFC 8259 §8.1 lets parsers ignore
   // it; Python writes none): refuse it with a clear word rather than "unexpected character".
   if (text.substr(0, 3) == "\xef\xbb\xbf")

@@ -1,5 +1,7 @@
 #pragma once
 // Bodies of include/izwi/io/gguf_qwen3.hpp.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <array>
 #include <charconv>
@@ -8,7 +10,7 @@
 
 namespace izwi::io {
 
-inline void add_qwen3_metadata(GgufWriter& writer, const TransformerConfig& config, const GgufVocabulary& vocabulary,
+IZWI_DECL void add_qwen3_metadata(GgufWriter& writer, const TransformerConfig& config, const GgufVocabulary& vocabulary,
                                GgufFileType file_type, std::string_view model_name) {
   if (vocabulary.tokens.empty()) throw izwi::error("add_qwen3_metadata: the vocabulary has no tokens");
   if (vocabulary.token_types.size() != vocabulary.tokens.size())
@@ -47,7 +49,7 @@ inline void add_qwen3_metadata(GgufWriter& writer, const TransformerConfig& conf
   if (!vocabulary.chat_template.empty()) writer.set("tokenizer.chat_template", GgufValue::string(vocabulary.chat_template));
 }
 
-inline TransformerConfig qwen3_config_from_gguf(const GgufFile& file) {
+IZWI_DECL TransformerConfig qwen3_config_from_gguf(const GgufFile& file) {
   const std::string arch = file.architecture();
   if (arch != "qwen3")
     throw format_error(file.name(), "", "metadata 'general.architecture': is \"" + arch + "\", expected \"qwen3\"");
@@ -124,7 +126,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 3> qw
 }};
 
 // Splits "<prefix><layer>.<rest>" -> (layer, rest); nullopt if it does not match.
-inline std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
+IZWI_DECL std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
   if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
   name.remove_prefix(prefix.size());
   const std::size_t dot = name.find('.');
@@ -137,7 +139,7 @@ inline std::optional<std::pair<std::string, std::string_view>> split_layer(std::
 }
 
 // Splits "<stem>.<weight|bias>".
-inline std::optional<std::pair<std::string_view, std::string_view>> split_suffix(std::string_view name) {
+IZWI_DECL std::optional<std::pair<std::string_view, std::string_view>> split_suffix(std::string_view name) {
   for (std::string_view suffix : {std::string_view(".weight"), std::string_view(".bias")})
     if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
       return std::pair{name.substr(0, name.size() - suffix.size()), suffix};
@@ -146,7 +148,7 @@ inline std::optional<std::pair<std::string_view, std::string_view>> split_suffix
 
 }  // namespace detail
 
-inline std::optional<std::string> qwen3_gguf_tensor_name(std::string_view hf_name) {
+IZWI_DECL std::optional<std::string> qwen3_gguf_tensor_name(std::string_view hf_name) {
   const auto parts = detail::split_suffix(hf_name);
   if (!parts) return std::nullopt;
   const auto [stem, suffix] = *parts;
@@ -158,7 +160,7 @@ inline std::optional<std::string> qwen3_gguf_tensor_name(std::string_view hf_nam
   return std::nullopt;
 }
 
-inline std::optional<std::string> qwen3_hf_tensor_name(std::string_view gguf_name) {
+IZWI_DECL std::optional<std::string> qwen3_hf_tensor_name(std::string_view gguf_name) {
   const auto parts = detail::split_suffix(gguf_name);
   if (!parts) return std::nullopt;
   const auto [stem, suffix] = *parts;

@@ -2,6 +2,8 @@
 // Bodies of include/izwi/io/json.hpp, but parse_json's: that one is defined
 // after Boost.JSON's parser handler, in detail/json_reader.hpp, so that each
 // header compiles on its own whichever is included first.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <boost/json/serialize.hpp>
 
@@ -12,7 +14,7 @@
 
 namespace izwi::io {
 
-inline json_error::json_error(std::string file, std::size_t line, std::size_t column, const std::string& problem,
+IZWI_DECL json_error::json_error(std::string file, std::size_t line, std::size_t column, const std::string& problem,
                               std::size_t offset)
     : izwi::error(file + ": invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " +
                   problem),
@@ -22,7 +24,7 @@ inline json_error::json_error(std::string file, std::size_t line, std::size_t co
       offset_(offset),
       problem_(problem) {}
 
-inline JsonValue read_json_file(const std::filesystem::path& path, boost::json::storage_ptr storage) {
+IZWI_DECL JsonValue read_json_file(const std::filesystem::path& path, boost::json::storage_ptr storage) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) throw izwi::error(path.string() + ": cannot read: " + ec.message());
@@ -37,35 +39,35 @@ inline JsonValue read_json_file(const std::filesystem::path& path, boost::json::
   return parse_json(text, path.string(), std::move(storage));
 }
 
-inline std::string json_quote(std::string_view text) {
+IZWI_DECL std::string json_quote(std::string_view text) {
   return boost::json::serialize(boost::json::string_view(text.data(), text.size()));
 }
 
-inline const JsonValue* json_find(const JsonValue& value, std::string_view key) noexcept {
+IZWI_DECL const JsonValue* json_find(const JsonValue& value, std::string_view key) noexcept {
   const JsonObject* object = value.if_object();
   return object == nullptr ? nullptr : object->if_contains(boost::json::string_view(key.data(), key.size()));
 }
 
-inline std::optional<std::int64_t> json_integer(const JsonValue& value) noexcept {
+IZWI_DECL std::optional<std::int64_t> json_integer(const JsonValue& value) noexcept {
   if (const auto* i = value.if_int64()) return *i;
   if (const auto* u = value.if_uint64(); u != nullptr && *u <= static_cast<std::uint64_t>(INT64_MAX))
     return static_cast<std::int64_t>(*u);
   return std::nullopt;
 }
 
-inline std::optional<double> json_number(const JsonValue& value) noexcept {
+IZWI_DECL std::optional<double> json_number(const JsonValue& value) noexcept {
   if (const auto* d = value.if_double()) return *d;
   if (const auto* i = value.if_int64()) return static_cast<double>(*i);
   if (const auto* u = value.if_uint64()) return static_cast<double>(*u);
   return std::nullopt;
 }
 
-inline std::optional<std::string_view> json_string(const JsonValue& value) noexcept {
+IZWI_DECL std::optional<std::string_view> json_string(const JsonValue& value) noexcept {
   if (const auto* s = value.if_string()) return std::string_view(s->data(), s->size());
   return std::nullopt;
 }
 
-inline std::string json_kind_phrase(const JsonValue& value) {
+IZWI_DECL std::string json_kind_phrase(const JsonValue& value) {
   switch (value.kind()) {
     case boost::json::kind::null: return "null";
     case boost::json::kind::bool_: return "a boolean";
@@ -80,3 +82,5 @@ inline std::string json_kind_phrase(const JsonValue& value) {
 }
 
 }  // namespace izwi::io
+
+#include <izwi/io/detail/json_reader.hpp>

@@ -1,49 +1,51 @@
 #pragma once
 // Bodies of include/izwi/io/weights.hpp.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <system_error>
 #include <utility>
 
 namespace izwi::io {
 
-inline std::uint64_t WeightView::element_count() const noexcept {
+IZWI_DECL std::uint64_t WeightView::element_count() const noexcept {
   std::uint64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
 }
 
-inline ModelWeights ModelWeights::open(const std::filesystem::path& path, FileMemory memory) {
+IZWI_DECL ModelWeights ModelWeights::open(const std::filesystem::path& path, FileMemory memory) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return ModelWeights(ModelDirectory::open(path, memory));
   if (std::filesystem::is_regular_file(path, ec)) return ModelWeights(GgufFile::open(path, memory));
   throw izwi::error(path.string() + ": neither a model directory nor a GGUF file");
 }
 
-inline ModelWeights::ModelWeights(ModelDirectory directory) : source_(std::move(directory)) {}
+IZWI_DECL ModelWeights::ModelWeights(ModelDirectory directory) : source_(std::move(directory)) {}
 
-inline ModelWeights::ModelWeights(GgufFile file) : source_(std::move(file)) {
+IZWI_DECL ModelWeights::ModelWeights(GgufFile file) : source_(std::move(file)) {
   const GgufFile& f = std::get<GgufFile>(source_);
   if (f.find_metadata("general.architecture") != nullptr) gguf_architecture_ = f.get<std::string>("general.architecture");
 }
 
-inline std::string ModelWeights::name() const {
+IZWI_DECL std::string ModelWeights::name() const {
   if (const ModelDirectory* d = directory()) return d->path().string();
   return gguf()->name();
 }
 
-inline TransformerConfig ModelWeights::transformer_config() const {
+IZWI_DECL TransformerConfig ModelWeights::transformer_config() const {
   if (const ModelDirectory* d = directory()) return d->transformer_config();
   return qwen3_config_from_gguf(*gguf());  // names the architecture when it is not qwen3
 }
 
-inline std::string ModelWeights::stored_name(std::string_view hf_name) const {
+IZWI_DECL std::string ModelWeights::stored_name(std::string_view hf_name) const {
   if (directory() != nullptr) return std::string(hf_name);
   if (gguf_architecture_ == "qwen3")
     if (auto mapped = qwen3_gguf_tensor_name(hf_name)) return *mapped;
   return std::string(hf_name);
 }
 
-inline bool ModelWeights::contains(std::string_view hf_name) const noexcept {
+IZWI_DECL bool ModelWeights::contains(std::string_view hf_name) const noexcept {
   if (const ModelDirectory* d = directory()) return d->find(hf_name).has_value();
   try {
     return gguf()->find_tensor(stored_name(hf_name)) != nullptr;
@@ -52,7 +54,7 @@ inline bool ModelWeights::contains(std::string_view hf_name) const noexcept {
   }
 }
 
-inline WeightView ModelWeights::get(std::string_view hf_name) const {
+IZWI_DECL WeightView ModelWeights::get(std::string_view hf_name) const {
   WeightView view;
   view.name = std::string(hf_name);
   if (const ModelDirectory* d = directory()) {
@@ -76,7 +78,7 @@ inline WeightView ModelWeights::get(std::string_view hf_name) const {
   return view;
 }
 
-inline WeightView ModelWeights::get(std::string_view hf_name, std::span<const std::uint64_t> shape) const {
+IZWI_DECL WeightView ModelWeights::get(std::string_view hf_name, std::span<const std::uint64_t> shape) const {
   if (const ModelDirectory* d = directory()) {
     d->expect_shape(hf_name, shape);
   } else {
@@ -86,7 +88,7 @@ inline WeightView ModelWeights::get(std::string_view hf_name, std::span<const st
   return get(hf_name);
 }
 
-inline std::vector<float> ModelWeights::to_f32(std::string_view hf_name, std::span<const std::uint64_t> shape) const {
+IZWI_DECL std::vector<float> ModelWeights::to_f32(std::string_view hf_name, std::span<const std::uint64_t> shape) const {
   get(hf_name, shape);  // existence and shape, with the errors of get()
   if (const ModelDirectory* d = directory()) return d->to_f32(hf_name);
   return gguf()->to_f32(stored_name(hf_name));

@@ -1,5 +1,7 @@
 #pragma once
 // Bodies of include/izwi/io/quantize.hpp.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <izwi/core/error.hpp>
 #include <izwi/io/detail/half_float.hpp>
@@ -10,7 +12,7 @@
 
 namespace izwi::io {
 
-inline std::vector<std::byte> quantize_q8_0(std::span<const float> values) {
+IZWI_DECL std::vector<std::byte> quantize_q8_0(std::span<const float> values) {
   if (values.size() % q8_0_block_values != 0)
     throw izwi::error("quantize_q8_0: " + std::to_string(values.size()) + " values, not a multiple of the 32-value block");
   const std::size_t blocks = values.size() / q8_0_block_values;
@@ -36,7 +38,7 @@ inline std::vector<std::byte> quantize_q8_0(std::span<const float> values) {
   return out;
 }
 
-inline void dequantize_q8_0(std::span<const std::byte> blocks, std::span<float> out) {
+IZWI_DECL void dequantize_q8_0(std::span<const std::byte> blocks, std::span<float> out) {
   if (blocks.size() % q8_0_block_bytes != 0 || out.size() != blocks.size() / q8_0_block_bytes * q8_0_block_values)
     throw izwi::error("dequantize_q8_0: " + std::to_string(blocks.size()) + " bytes of blocks do not make " +
                       std::to_string(out.size()) + " values");

@@ -1,5 +1,7 @@
 #pragma once
 // Bodies of include/izwi/io/safetensors.hpp.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <izwi/io/detail/half_float.hpp>
 #include <izwi/io/detail/safetensors_header.hpp>
@@ -17,7 +19,7 @@ namespace izwi::io {
 static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; izwi reads it in place");
 
-inline std::uint64_t TensorInfo::element_count() const noexcept {
+IZWI_DECL std::uint64_t TensorInfo::element_count() const noexcept {
   std::uint64_t count = 1;
   for (auto d : shape) count *= d;  // validated against overflow when the file opened
   return count;
@@ -25,7 +27,7 @@ inline std::uint64_t TensorInfo::element_count() const noexcept {
 
 namespace detail {
 
-inline std::string shape_text(std::span<const std::uint64_t> shape) {
+IZWI_DECL std::string shape_text(std::span<const std::uint64_t> shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) text += ", ";
@@ -36,7 +38,7 @@ inline std::string shape_text(std::span<const std::uint64_t> shape) {
 
 // Maps a header dtype to izwi's; throws for the ones safetensors defines but
 // izwi does not compute with, and for strings that are no dtype at all.
-inline DType safetensors_dtype(const std::string& file, const std::string& tensor, const std::string& dtype) {
+IZWI_DECL DType safetensors_dtype(const std::string& file, const std::string& tensor, const std::string& dtype) {
   if (dtype == "F32") return DType::f32;
   if (dtype == "F16") return DType::f16;
   if (dtype == "BF16") return DType::bf16;
@@ -50,7 +52,7 @@ inline DType safetensors_dtype(const std::string& file, const std::string& tenso
 
 }  // namespace detail
 
-inline SafetensorsFile::SafetensorsFile(std::unique_ptr<detail::SafetensorsStorage> storage, std::string name)
+IZWI_DECL SafetensorsFile::SafetensorsFile(std::unique_ptr<detail::SafetensorsStorage> storage, std::string name)
     : storage_(std::move(storage)), name_(std::move(name)) {
   const std::span<const std::byte> all = storage_->bytes();
   if (all.size() < 8)
@@ -117,35 +119,35 @@ inline SafetensorsFile::SafetensorsFile(std::unique_ptr<detail::SafetensorsStora
   for (std::size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
 
-inline SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path, FileMemory memory) {
+IZWI_DECL SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path, FileMemory memory) {
   return SafetensorsFile(detail::SafetensorsStorage::open(path, memory), path.string());
 }
 
-inline SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {
+IZWI_DECL SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {
   return SafetensorsFile(detail::SafetensorsStorage::own(std::move(bytes)), std::move(display_name));
 }
 
-inline SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
-inline SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
-inline SafetensorsFile::~SafetensorsFile() = default;
+IZWI_DECL SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
+IZWI_DECL SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
+IZWI_DECL SafetensorsFile::~SafetensorsFile() = default;
 
-inline const TensorInfo* SafetensorsFile::find(std::string_view name) const noexcept {
+IZWI_DECL const TensorInfo* SafetensorsFile::find(std::string_view name) const noexcept {
   const auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-inline const TensorInfo& SafetensorsFile::at(std::string_view name) const {
+IZWI_DECL const TensorInfo& SafetensorsFile::at(std::string_view name) const {
   if (const TensorInfo* t = find(name)) return *t;
   throw format_error(name_, std::string(name), "missing tensor");
 }
 
-inline std::span<const std::byte> SafetensorsFile::bytes(std::string_view name) const { return bytes(at(name)); }
+IZWI_DECL std::span<const std::byte> SafetensorsFile::bytes(std::string_view name) const { return bytes(at(name)); }
 
-inline std::span<const std::byte> SafetensorsFile::bytes(const TensorInfo& tensor) const {
+IZWI_DECL std::span<const std::byte> SafetensorsFile::bytes(const TensorInfo& tensor) const {
   return data_.subspan(tensor.data_begin, tensor.byte_size());
 }
 
-inline std::vector<float> SafetensorsFile::to_f32(std::string_view name) const {
+IZWI_DECL std::vector<float> SafetensorsFile::to_f32(std::string_view name) const {
   const TensorInfo& tensor = at(name);
   const std::span<const std::byte> raw = bytes(tensor);
   std::vector<float> out(tensor.element_count());
@@ -167,7 +169,7 @@ inline std::vector<float> SafetensorsFile::to_f32(std::string_view name) const {
   return out;
 }
 
-inline const TensorInfo& SafetensorsFile::expect_shape(std::string_view name,
+IZWI_DECL const TensorInfo& SafetensorsFile::expect_shape(std::string_view name,
                                                        std::span<const std::uint64_t> expected_shape) const {
   const TensorInfo& tensor = at(name);
   if (!std::equal(tensor.shape.begin(), tensor.shape.end(), expected_shape.begin(), expected_shape.end()))
@@ -176,7 +178,7 @@ inline const TensorInfo& SafetensorsFile::expect_shape(std::string_view name,
   return tensor;
 }
 
-inline std::vector<float> SafetensorsFile::to_f32(std::string_view name, std::span<const std::uint64_t> expected_shape) const {
+IZWI_DECL std::vector<float> SafetensorsFile::to_f32(std::string_view name, std::span<const std::uint64_t> expected_shape) const {
   const TensorInfo& tensor = at(name);
   if (!std::equal(tensor.shape.begin(), tensor.shape.end(), expected_shape.begin(), expected_shape.end()))
     throw format_error(name_, tensor.name, "shape " + detail::shape_text(tensor.shape) + ", expected " +
@@ -184,7 +186,7 @@ inline std::vector<float> SafetensorsFile::to_f32(std::string_view name, std::sp
   return to_f32(name);
 }
 
-inline std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrite> tensors,
+IZWI_DECL std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrite> tensors,
                                                     const std::map<std::string, std::string, std::less<>>& metadata) {
   std::string header = "{";
   bool first = true;
@@ -230,7 +232,7 @@ inline std::vector<std::byte> serialize_safetensors(std::span<const TensorToWrit
   return out;
 }
 
-inline void write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
+IZWI_DECL void write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                               const std::map<std::string, std::string, std::less<>>& metadata) {
   const std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

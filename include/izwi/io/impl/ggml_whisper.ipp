@@ -1,5 +1,7 @@
 #pragma once
 // GgmlWhisperFile: parsing and validation; write_ggml_whisper.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <izwi/core/error.hpp>
 #include <izwi/io/detail/safetensors_storage.hpp>
@@ -51,19 +53,19 @@ class GgmlCursor {
   std::size_t offset_ = 0;
 };
 
-inline std::uint64_t ggml_tensor_bytes(DType dtype, std::uint64_t elements) {
+IZWI_DECL std::uint64_t ggml_tensor_bytes(DType dtype, std::uint64_t elements) {
   return dtype == DType::q8_0 ? elements / 32 * 34 : elements * dtype_size(dtype);
 }
 
 }  // namespace detail
 
-inline std::uint64_t GgmlWhisperTensor::element_count() const noexcept {
+IZWI_DECL std::uint64_t GgmlWhisperTensor::element_count() const noexcept {
   std::uint64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
 }
 
-inline std::string ggml_type_name(std::int32_t type) {
+IZWI_DECL std::string ggml_type_name(std::int32_t type) {
   static constexpr std::array<const char*, 31> names = {
       "f32",    "f16",   "q4_0",  "q4_1",   "q4_2 (removed)", "q4_3 (removed)", "q5_0",  "q5_1",
       "q8_0",   "q8_1",  "q2_K",  "q3_K",   "q4_K",           "q5_K",           "q6_K",  "q8_K",
@@ -73,7 +75,7 @@ inline std::string ggml_type_name(std::int32_t type) {
   return "type " + std::to_string(type);
 }
 
-inline GgmlWhisperFile GgmlWhisperFile::open(const std::filesystem::path& path) {
+IZWI_DECL GgmlWhisperFile GgmlWhisperFile::open(const std::filesystem::path& path) {
   GgmlWhisperFile file;
   file.storage_ = detail::SafetensorsStorage::map_file(path);
   file.name_ = path.string();
@@ -81,7 +83,7 @@ inline GgmlWhisperFile GgmlWhisperFile::open(const std::filesystem::path& path) 
   return file;
 }
 
-inline GgmlWhisperFile GgmlWhisperFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {
+IZWI_DECL GgmlWhisperFile GgmlWhisperFile::from_bytes(std::vector<std::byte> bytes, std::string display_name) {
   GgmlWhisperFile file;
   file.storage_ = detail::SafetensorsStorage::own(std::move(bytes));
   file.name_ = std::move(display_name);
@@ -89,11 +91,11 @@ inline GgmlWhisperFile GgmlWhisperFile::from_bytes(std::vector<std::byte> bytes,
   return file;
 }
 
-inline GgmlWhisperFile::GgmlWhisperFile(GgmlWhisperFile&&) noexcept = default;
-inline GgmlWhisperFile& GgmlWhisperFile::operator=(GgmlWhisperFile&&) noexcept = default;
-inline GgmlWhisperFile::~GgmlWhisperFile() = default;
+IZWI_DECL GgmlWhisperFile::GgmlWhisperFile(GgmlWhisperFile&&) noexcept = default;
+IZWI_DECL GgmlWhisperFile& GgmlWhisperFile::operator=(GgmlWhisperFile&&) noexcept = default;
+IZWI_DECL GgmlWhisperFile::~GgmlWhisperFile() = default;
 
-inline void GgmlWhisperFile::parse() {
+IZWI_DECL void GgmlWhisperFile::parse() {
   detail::GgmlCursor in(storage_->bytes(), name_);
   std::uint32_t magic;
   std::memcpy(&magic, in.take(4, "magic").data(), 4);
@@ -146,17 +148,17 @@ inline void GgmlWhisperFile::parse() {
   }
 }
 
-inline const GgmlWhisperTensor* GgmlWhisperFile::find(std::string_view tensor_name) const noexcept {
+IZWI_DECL const GgmlWhisperTensor* GgmlWhisperFile::find(std::string_view tensor_name) const noexcept {
   auto it = index_.find(tensor_name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-inline const GgmlWhisperTensor& GgmlWhisperFile::at(std::string_view tensor_name) const {
+IZWI_DECL const GgmlWhisperTensor& GgmlWhisperFile::at(std::string_view tensor_name) const {
   if (const auto* t = find(tensor_name)) return *t;
   throw format_error(name_, std::string(tensor_name), "missing tensor");
 }
 
-inline void write_ggml_whisper(const std::filesystem::path& path, const GgmlWhisperHparams& h,
+IZWI_DECL void write_ggml_whisper(const std::filesystem::path& path, const GgmlWhisperHparams& h,
                                std::span<const float> mel_filters, std::size_t mel_bins, std::size_t mel_fft_bins,
                                std::span<const std::string> vocabulary, std::span<const GgmlTensorToWrite> tensors) {
   if (mel_filters.size() != mel_bins * mel_fft_bins) throw izwi::error("write_ggml_whisper: mel filter size mismatch");

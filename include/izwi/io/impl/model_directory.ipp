@@ -1,5 +1,7 @@
 #pragma once
 // Bodies of include/izwi/io/model_directory.hpp.
+// Inline in header-only builds; compiled once, in <izwi/io/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
 
 #include <algorithm>
 #include <system_error>
@@ -10,14 +12,14 @@ namespace detail {
 
 // A shard named by an index must be a plain file name in the same directory:
 // an index must not reach outside the model ("../../etc/passwd", "/abs").
-inline bool is_plain_file_name(std::string_view name) noexcept {
+IZWI_DECL bool is_plain_file_name(std::string_view name) noexcept {
   if (name.empty() || name == "." || name == "..") return false;
   for (const char c : name)
     if (c == '/' || c == '\\' || c == '\0') return false;
   return true;
 }
 
-inline bool regular_file_exists(const std::filesystem::path& p) {
+IZWI_DECL bool regular_file_exists(const std::filesystem::path& p) {
   std::error_code ec;
   return std::filesystem::is_regular_file(p, ec);
 }
@@ -29,7 +31,7 @@ struct ShardPlan {
   std::vector<std::vector<std::string>> tensors;  ///< per shard, in shards' order
 };
 
-inline ShardPlan read_shard_index(const std::filesystem::path& index_path) {
+IZWI_DECL ShardPlan read_shard_index(const std::filesystem::path& index_path) {
   const JsonValue index_doc = read_json_file(index_path);
   const ConfigView index(index_doc, index_path.string());
   const ConfigView weight_map = index.object("weight_map");
@@ -61,7 +63,7 @@ inline ShardPlan read_shard_index(const std::filesystem::path& index_path) {
 
 }  // namespace detail
 
-inline ModelDirectory ModelDirectory::open(const std::filesystem::path& directory, FileMemory memory) {
+IZWI_DECL ModelDirectory ModelDirectory::open(const std::filesystem::path& directory, FileMemory memory) {
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec))
     throw izwi::error(directory.string() + ": not a model directory (not a directory)");
@@ -120,31 +122,31 @@ inline ModelDirectory ModelDirectory::open(const std::filesystem::path& director
   return dir;
 }
 
-inline std::optional<std::filesystem::path> ModelDirectory::tokenizer_json_path() const {
+IZWI_DECL std::optional<std::filesystem::path> ModelDirectory::tokenizer_json_path() const {
   std::filesystem::path p = path_ / "tokenizer.json";
   if (detail::regular_file_exists(p)) return p;
   return std::nullopt;
 }
 
-inline std::vector<std::string> ModelDirectory::tensor_names() const {
+IZWI_DECL std::vector<std::string> ModelDirectory::tensor_names() const {
   std::vector<std::string> names;
   names.reserve(index_.size());
   for (const auto& entry : index_) names.push_back(entry.first);
   return names;  // std::map keeps them sorted
 }
 
-inline std::optional<TensorLocation> ModelDirectory::find(std::string_view name) const noexcept {
+IZWI_DECL std::optional<TensorLocation> ModelDirectory::find(std::string_view name) const noexcept {
   const auto it = index_.find(name);
   if (it == index_.end()) return std::nullopt;
   return TensorLocation{&files_[it->second.first], it->second.second};
 }
 
-inline TensorLocation ModelDirectory::at(std::string_view name) const {
+IZWI_DECL TensorLocation ModelDirectory::at(std::string_view name) const {
   if (auto location = find(name)) return *location;
   throw format_error(path_.string(), std::string(name), "missing tensor (no weight file of the model holds it)");
 }
 
-inline const TensorInfo& ModelDirectory::expect_shape(std::string_view name, std::span<const std::uint64_t> shape) const {
+IZWI_DECL const TensorInfo& ModelDirectory::expect_shape(std::string_view name, std::span<const std::uint64_t> shape) const {
   const TensorLocation location = at(name);
   if (!std::equal(location.info->shape.begin(), location.info->shape.end(), shape.begin(), shape.end()))
     throw format_error(location.file->name(), location.info->name,
@@ -152,17 +154,17 @@ inline const TensorInfo& ModelDirectory::expect_shape(std::string_view name, std
   return *location.info;
 }
 
-inline std::span<const std::byte> ModelDirectory::bytes(std::string_view name) const {
+IZWI_DECL std::span<const std::byte> ModelDirectory::bytes(std::string_view name) const {
   const TensorLocation location = at(name);
   return location.file->bytes(*location.info);
 }
 
-inline std::vector<float> ModelDirectory::to_f32(std::string_view name) const {
+IZWI_DECL std::vector<float> ModelDirectory::to_f32(std::string_view name) const {
   const TensorLocation location = at(name);
   return location.file->to_f32(name);
 }
 
-inline std::vector<float> ModelDirectory::to_f32(std::string_view name, std::span<const std::uint64_t> shape) const {
+IZWI_DECL std::vector<float> ModelDirectory::to_f32(std::string_view name, std::span<const std::uint64_t> shape) const {
   expect_shape(name, shape);
   return to_f32(name);
 }
