@@ -12,8 +12,8 @@
 //     `extern template` and instantiated once, in src.hpp;
 //   - the non-template parts marked IZWI_DECL (the model-file readers and
 //     writers of io/, model loading, the server's stock model loader) are
-//     declared in their headers and defined once, in src.hpp, instead of
-//     `inline` in every translation unit.
+//     declared in their headers and defined once, in a src.hpp (izwi/,
+//     izwi/io/, izwi/server/), instead of `inline` in every translation unit.
 // Anything else (your own engine configuration, your own model family) is
 // still instantiated where you use it, in either mode.
 //
