@@ -3,8 +3,9 @@
 #   izwi::io_compiled      the model-file readers and writers of io/ (GGUF,
 #                          safetensors, ggml, directories, JSON), once
 #                          (src/izwi_io.cpp)
-#   izwi::compiled         the stock engines (izwi/stock_engines.hpp) and model
-#                          loading, instantiated and compiled once (src/izwi.cpp),
+#   izwi::compiled         the stock engines (izwi/stock_engines.hpp), model
+#                          loading, Qwen3-TTS's model and executor bodies and
+#                          Whisper's executor, instantiated and compiled once (src/izwi.cpp),
 #                          with izwi::io_compiled
 #   izwi::server_http_compiled  the HTTP Server and its endpoint families
 #                          (izwi/server/server.hpp), no engine

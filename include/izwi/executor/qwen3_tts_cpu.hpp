@@ -169,3 +169,6 @@ class Qwen3TtsCpuExecutor {
 }  // namespace izwi
 
 #include "izwi/executor/impl/qwen3_tts_cpu.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/executor/impl/qwen3_tts_cpu.ipp"
+#endif

@@ -129,3 +129,6 @@ class WhisperCpuExecutor {
 }  // namespace izwi
 
 #include "izwi/executor/impl/whisper_cpu.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/executor/impl/whisper_cpu.ipp"
+#endif

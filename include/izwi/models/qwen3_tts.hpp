@@ -312,7 +312,10 @@ class Qwen3TtsGenerator {
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_load.hpp"
-#include "izwi/models/impl/qwen3_tts_gguf.hpp"
 #include "izwi/models/impl/qwen3_tts_compute.hpp"
-#include "izwi/models/impl/qwen3_tts.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_load.ipp"
+#include "izwi/models/impl/qwen3_tts_gguf.ipp"
+#include "izwi/models/impl/qwen3_tts_compute.ipp"
+#include "izwi/models/impl/qwen3_tts.ipp"
+#endif

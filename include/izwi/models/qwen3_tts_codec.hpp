@@ -136,6 +136,8 @@ class Qwen3TtsCodecDecoder {
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_codec_load.hpp"
-#include "izwi/models/impl/qwen3_tts_codec_gguf.hpp"
-#include "izwi/models/impl/qwen3_tts_codec.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_codec_load.ipp"
+#include "izwi/models/impl/qwen3_tts_codec_gguf.ipp"
+#include "izwi/models/impl/qwen3_tts_codec.ipp"
+#endif

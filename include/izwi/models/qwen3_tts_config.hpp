@@ -142,4 +142,6 @@ struct Qwen3TtsConfig {
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_config.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_config.ipp"
+#endif

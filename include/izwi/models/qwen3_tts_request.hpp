@@ -53,4 +53,6 @@ Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, 
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_request.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_request.ipp"
+#endif

@@ -88,4 +88,6 @@ class Qwen3TtsSpeakerEncoder {
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_speaker_encoder.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_speaker_encoder.ipp"
+#endif

@@ -103,4 +103,6 @@ class Qwen3TtsSpeechEncoder {
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_speech_encoder.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/qwen3_tts_speech_encoder.ipp"
+#endif

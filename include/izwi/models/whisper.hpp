@@ -152,7 +152,10 @@ struct WhisperLayerWeights {
 
 namespace detail::whisper {
 struct Loader;
-}
+/// transformers' name of an OpenAI/ggml Whisper tensor name (the loader's
+/// table; izwi-make-random-whisper writes Hugging Face files with it).
+std::string hf_tensor_name(std::string_view openai);
+}  // namespace detail::whisper
 
 class Whisper {
  public:
@@ -268,4 +271,7 @@ static_assert(ModelFamily<Whisper>, "Whisper must satisfy the ModelFamily concep
 }  // namespace izwi
 
 #include "izwi/models/impl/whisper.hpp"
-#include "izwi/models/impl/whisper_load.hpp"
+#include "izwi/models/impl/whisper_config.hpp"
+#if !defined(IZWI_SEPARATE_COMPILATION)
+#include "izwi/models/impl/whisper_load.ipp"
+#endif

@@ -2,6 +2,11 @@
 // Qwen3-TTS from llama.cpp's GGUF pair: the talker (arch qwen3tts, the text
 // projection folded into token_embd, codec tokens named in the vocabulary)
 // and the mmproj (clip: a.gen.code.* code predictor, a.gen.wav.* codec).
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 
 #include <array>
 #include <memory>
@@ -16,7 +21,7 @@
 
 namespace izwi::detail {
 
-inline kernels::cpu::WeightMatrix gguf_matrix(const io::GgufFile& f, const std::string& name, std::size_t rows,
+IZWI_DECL kernels::cpu::WeightMatrix gguf_matrix(const io::GgufFile& f, const std::string& name, std::size_t rows,
                                               std::size_t cols) {
   const io::GgufTensorInfo& info = f.expect_shape(name, {rows, cols});
   const auto bytes = f.bytes(info);
@@ -28,7 +33,7 @@ inline kernels::cpu::WeightMatrix gguf_matrix(const io::GgufFile& f, const std::
 }
 
 /// A [stack][rows][cols] tensor as one matrix of stack × rows rows.
-inline kernels::cpu::WeightMatrix gguf_stacked(const io::GgufFile& f, const std::string& name, std::size_t stack,
+IZWI_DECL kernels::cpu::WeightMatrix gguf_stacked(const io::GgufFile& f, const std::string& name, std::size_t stack,
                                                std::size_t rows, std::size_t cols) {
   const io::GgufTensorInfo& info = f.expect_shape(name, {stack, rows, cols});
   const auto bytes = f.bytes(info);
@@ -40,11 +45,11 @@ inline kernels::cpu::WeightMatrix gguf_stacked(const io::GgufFile& f, const std:
 }
 
 /// Rows [first, first + rows) of a matrix, as a matrix.
-inline kernels::cpu::WeightMatrix gguf_rows(const kernels::cpu::WeightMatrix& m, std::size_t first, std::size_t rows) {
+IZWI_DECL kernels::cpu::WeightMatrix gguf_rows(const kernels::cpu::WeightMatrix& m, std::size_t first, std::size_t rows) {
   return {m.dtype, rows, m.cols, m.row(first)};
 }
 
-inline Qwen3LayerWeights gguf_qwen3_layer(const io::GgufFile& f, const std::string& p, const Qwen3Config& c,
+IZWI_DECL Qwen3LayerWeights gguf_qwen3_layer(const io::GgufFile& f, const std::string& p, const Qwen3Config& c,
                                           const std::array<const char*, 11>& names) {
   const std::size_t q = std::size_t{c.num_heads} * c.head_dim, kv = std::size_t{c.num_kv_heads} * c.head_dim;
   Qwen3LayerWeights w;
@@ -72,7 +77,7 @@ inline constexpr std::array<const char*, 11> predictor_gguf_names = {
 /// Qwen3TtsConfig from the pair: shapes from the keys and tensors, control
 /// ids from the codec tokens' names (<|codec_pad|>, <|codec_language_english|>,
 /// <|spk_ryan|>), text ids from the text tokens'. Dialects are not in the pair.
-inline Qwen3TtsConfig qwen3_tts_config_from_gguf(const io::GgufFile& t, const io::GgufFile& m) {
+IZWI_DECL Qwen3TtsConfig qwen3_tts_config_from_gguf(const io::GgufFile& t, const io::GgufFile& m) {
   if (t.architecture() != "qwen3tts")
     throw io::format_error(t.name(), "", "metadata 'general.architecture': is \"" + t.architecture() + "\", expected \"qwen3tts\"");
   const auto tokens = t.get<std::vector<std::string>>("tokenizer.ggml.tokens");
@@ -137,7 +142,7 @@ inline Qwen3TtsConfig qwen3_tts_config_from_gguf(const io::GgufFile& t, const io
 
 namespace izwi {
 
-inline Qwen3Tts Qwen3Tts::load_gguf(const std::filesystem::path& talker_gguf, const std::filesystem::path& mmproj_gguf,
+IZWI_DECL Qwen3Tts Qwen3Tts::load_gguf(const std::filesystem::path& talker_gguf, const std::filesystem::path& mmproj_gguf,
                                     Qwen3TtsLoadOptions options) {
   struct Pair {
     io::GgufFile talker, mmproj;

@@ -1,6 +1,11 @@
 #pragma once
 // Qwen3TtsCodecDecoder's passes: the layers of qwen3_tts_codec.hpp's diagram
 // over a batch of streams, each continuing from its carried state.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_codec.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +20,7 @@
 
 namespace izwi {
 
-inline Qwen3TtsCodecState Qwen3TtsCodecDecoder::new_stream() const {
+IZWI_DECL Qwen3TtsCodecState Qwen3TtsCodecDecoder::new_stream() const {
   const Qwen3TtsCodecWeights& w = *weights_;
   Qwen3TtsCodecState s;
   // Causal convolutions in the order a pass uses them (see detail::Qwen3TtsCodecPass).
@@ -188,7 +193,7 @@ class Qwen3TtsCodecPass {
 };
 
 /// The sliding-window transformer, in place on latent [rows][latent_dim].
-inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
+IZWI_DECL void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
   const std::size_t rows = runs_.rows(), hidden = c_.hidden_size, ffn = c_.intermediate_size;
   const std::size_t q_dim = std::size_t{c_.num_heads} * c_.head_dim, kv_dim = std::size_t{c_.num_kv_heads} * c_.head_dim;
   const float eps = static_cast<float>(c_.rms_norm_eps);
@@ -226,7 +231,7 @@ inline void Qwen3TtsCodecPass::transformer(std::vector<float>& latent) {
 
 /// Causal attention over the last sliding_window frames (this call's rows and
 /// the stream's cached K/V), then the cache keeps the last window - 1 frames.
-inline void Qwen3TtsCodecPass::attention(std::size_t layer, const float* q, const float* k, const float* v,
+IZWI_DECL void Qwen3TtsCodecPass::attention(std::size_t layer, const float* q, const float* k, const float* v,
                                          float* out) {
   const std::size_t hd = c_.head_dim, heads = c_.num_heads, group = heads / c_.num_kv_heads;
   const std::size_t kv_dim = std::size_t{c_.num_kv_heads} * hd, window = c_.sliding_window;
@@ -270,7 +275,7 @@ inline void Qwen3TtsCodecPass::attention(std::size_t layer, const float* q, cons
 
 }  // namespace detail
 
-inline void Qwen3TtsCodecDecoder::decode_batch(detail::ThreadPool& pool,
+IZWI_DECL void Qwen3TtsCodecDecoder::decode_batch(detail::ThreadPool& pool,
                                                std::span<const Qwen3TtsCodecStream> streams) const {
   const std::size_t nq = config_.num_quantizers;
   for (std::size_t s = 0; s < streams.size(); ++s) {
@@ -309,7 +314,7 @@ inline void Qwen3TtsCodecDecoder::decode_batch(detail::ThreadPool& pool,
   detail::Qwen3TtsCodecPass(config_, *weights_, pool, streams, *scratch).run();
 }
 
-inline void Qwen3TtsCodecDecoder::decode(detail::ThreadPool& pool, Qwen3TtsCodecState& state,
+IZWI_DECL void Qwen3TtsCodecDecoder::decode(detail::ThreadPool& pool, Qwen3TtsCodecState& state,
                                          std::span<const std::int32_t> codes, std::vector<float>& pcm) const {
   const Qwen3TtsCodecStream stream{&state, codes, &pcm};
   decode_batch(pool, std::span(&stream, 1));

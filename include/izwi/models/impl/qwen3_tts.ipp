@@ -1,5 +1,10 @@
 #pragma once
 // Qwen3-TTS's prompt and its talker / code-predictor loop on the CPU.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,7 +28,7 @@ std::string known_names(const Map& names) {
 
 }  // namespace detail
 
-inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
+IZWI_DECL std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate,
                                                       detail::ThreadPool& pool) const {
   if (!speaker_encoder_)
     throw invalid_argument("reference_audio", "this model (" + description_ +
@@ -32,12 +37,12 @@ inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm
   return speaker_encoder_->embed(pcm, sample_rate, pool);
 }
 
-inline std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate) const {
+IZWI_DECL std::vector<float> Qwen3Tts::speaker_embedding(std::span<const float> pcm, std::uint32_t sample_rate) const {
   detail::ThreadPool pool(1);  // the caller's thread alone
   return speaker_embedding(pcm, sample_rate, pool);
 }
 
-inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
+IZWI_DECL std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate,
                                                             detail::ThreadPool& pool) const {
   if (!speech_encoder_)
     throw invalid_argument("reference_audio", "this model (" + description_ +
@@ -47,12 +52,12 @@ inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float
   return speech_encoder_->encode(pcm, sample_rate, pool);
 }
 
-inline std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const {
+IZWI_DECL std::vector<std::int32_t> Qwen3Tts::reference_codes(std::span<const float> pcm, std::uint32_t sample_rate) const {
   detail::ThreadPool pool(1);
   return reference_codes(pcm, sample_rate, pool);
 }
 
-inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
+IZWI_DECL Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
                                        std::string_view language, std::string_view speaker,
                                        std::span<const TokenId> instruction, Qwen3TtsTextMode mode,
                                        bool speaker_embedding) {
@@ -119,7 +124,7 @@ inline Qwen3TtsPrompt qwen3_tts_prompt(const Qwen3TtsConfig& c, std::span<const 
   return prompt;
 }
 
-inline Qwen3TtsPrompt qwen3_tts_icl_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
+IZWI_DECL Qwen3TtsPrompt qwen3_tts_icl_prompt(const Qwen3TtsConfig& c, std::span<const TokenId> text,
                                            std::span<const TokenId> reference_text, std::size_t reference_frames,
                                            std::string_view language, std::span<const TokenId> instruction,
                                            Qwen3TtsTextMode mode) {
@@ -167,7 +172,7 @@ struct Qwen3TtsGenerator::Active {
   SequenceRng rng;
 };
 
-inline TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std::span<float> logits,
+IZWI_DECL TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std::span<float> logits,
                                                     std::span<const TokenId> previous, const Qwen3TtsSampling& s,
                                                     SequenceRng& rng, Sampler& sampler) {
   SamplingParams p;
@@ -181,7 +186,7 @@ inline TokenId Qwen3TtsGenerator::sample_first_code(const Qwen3TtsConfig& c, std
   return t.token;
 }
 
-inline void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, std::vector<float>& x) {
+IZWI_DECL void Qwen3TtsGenerator::embed_prompts(std::span<Active* const> active, std::vector<float>& x) {
   const std::size_t h = compute_.hidden();
   std::vector<TokenId> texts;
   std::size_t rows = 0;
@@ -229,7 +234,7 @@ namespace detail {
 /// The prompt of request r: in-context cloning when it carries reference
 /// codes (which must be whole frames of codes in the codebooks, with an
 /// x-vector and a transcript), qwen3_tts_prompt otherwise.
-inline Qwen3TtsPrompt qwen3_tts_request_prompt(const Qwen3TtsConfig& c, const Qwen3TtsRequest& r) {
+IZWI_DECL Qwen3TtsPrompt qwen3_tts_request_prompt(const Qwen3TtsConfig& c, const Qwen3TtsRequest& r) {
   if (r.reference_codes.empty()) {
     if (!r.reference_text_tokens.empty())
       throw invalid_argument("reference_text", "a reference transcript needs reference audio (in-context cloning)");
@@ -254,7 +259,7 @@ inline Qwen3TtsPrompt qwen3_tts_request_prompt(const Qwen3TtsConfig& c, const Qw
                               r.instruction_tokens, r.text_mode);
 }
 
-inline void check_qwen3_tts_speaker_embedding(const Qwen3TtsConfig& c, std::span<const float> e) {
+IZWI_DECL void check_qwen3_tts_speaker_embedding(const Qwen3TtsConfig& c, std::span<const float> e) {
   if (e.empty()) return;
   if (e.size() != c.talker.hidden_size)
     throw invalid_argument("speaker_embedding", "the speaker embedding has " + std::to_string(e.size()) +
@@ -269,4 +274,4 @@ inline void check_qwen3_tts_speaker_embedding(const Qwen3TtsConfig& c, std::span
 
 }  // namespace izwi
 
-#include "izwi/models/impl/qwen3_tts_generate.hpp"
+#include "izwi/models/impl/qwen3_tts_generate.ipp"

@@ -1,6 +1,11 @@
 #pragma once
 // Loading Qwen3-TTS's talker and code predictor from model.safetensors
 // (tensor names as transformers' Qwen3TTSForConditionalGeneration writes them).
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 
 #include <array>
 #include <cmath>
@@ -64,7 +69,7 @@ class Qwen3TtsWeightReader {
   const io::ModelDirectory* dir_;
 };
 
-inline Qwen3TtsTalkerWeights load_qwen3_tts_talker(const Qwen3TtsWeightReader& r, const Qwen3TtsConfig& c) {
+IZWI_DECL Qwen3TtsTalkerWeights load_qwen3_tts_talker(const Qwen3TtsWeightReader& r, const Qwen3TtsConfig& c) {
   const Qwen3Config& t = c.talker;
   Qwen3TtsTalkerWeights w;
   w.text_embedding = r.matrix("talker.model.text_embedding.weight", c.text_vocab_size, c.text_hidden_size);
@@ -80,7 +85,7 @@ inline Qwen3TtsTalkerWeights load_qwen3_tts_talker(const Qwen3TtsWeightReader& r
   return w;
 }
 
-inline Qwen3TtsPredictorWeights load_qwen3_tts_predictor(const Qwen3TtsWeightReader& r, const Qwen3TtsConfig& c) {
+IZWI_DECL Qwen3TtsPredictorWeights load_qwen3_tts_predictor(const Qwen3TtsWeightReader& r, const Qwen3TtsConfig& c) {
   const Qwen3Config& p = c.predictor;
   const std::string prefix = "talker.code_predictor.";
   Qwen3TtsPredictorWeights w;
@@ -103,7 +108,7 @@ inline Qwen3TtsPredictorWeights load_qwen3_tts_predictor(const Qwen3TtsWeightRea
 
 namespace izwi {
 
-inline Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOptions options) {
+IZWI_DECL Qwen3Tts Qwen3Tts::load(const std::filesystem::path& dir, Qwen3TtsLoadOptions options) {
   if (!std::filesystem::is_directory(dir))
     throw invalid_argument("model", dir.string() + " is not a Qwen3-TTS model directory");
   if (!std::filesystem::is_directory(dir / "speech_tokenizer"))

@@ -1,5 +1,10 @@
 #pragma once
 // Qwen3TtsSpeakerEncoder: loading (safetensors and GGUF) and the forward pass.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_speaker_encoder.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +29,7 @@ inline constexpr double speaker_f_max = 12000.0;
 inline constexpr std::size_t speaker_min_frames = 5;
 
 /// Index of frame t of a reflect-padded sequence of n frames (no edge repeat).
-inline std::size_t reflect_index(std::ptrdiff_t t, std::size_t n) noexcept {
+IZWI_DECL std::size_t reflect_index(std::ptrdiff_t t, std::size_t n) noexcept {
   if (t < 0) t = -t;
   const auto last = static_cast<std::ptrdiff_t>(n) - 1;
   if (t > last) t = 2 * last - t;
@@ -34,7 +39,7 @@ inline std::size_t reflect_index(std::ptrdiff_t t, std::size_t n) noexcept {
 /// y[frames][out] = conv(x[frames][in]) + bias, "same"-padded by reflection,
 /// then ReLU when asked. Each output frame's receptive field is unfolded into
 /// a row ([in][kernel], torch's weight order), so the convolution is one matmul.
-inline void speaker_conv(const Qwen3TtsConv1d& c, const float* x, std::size_t frames, float* y, bool relu,
+IZWI_DECL void speaker_conv(const Qwen3TtsConv1d& c, const float* x, std::size_t frames, float* y, bool relu,
                          ThreadPool& pool, std::vector<float>& unfolded) {
   const kernels::cpu::WeightMatrix w{DType::f32, c.out, std::size_t{c.in} * c.kernel, c.weight.data()};
   const float* input = x;
@@ -64,7 +69,7 @@ inline void speaker_conv(const Qwen3TtsConv1d& c, const float* x, std::size_t fr
 /// Per-channel mean and standard deviation over time with weights
 /// w[frames][channels] (1 / frames for plain statistics), std floored at
 /// sqrt(1e-12) as upstream clamps the variance.
-inline void speaker_statistics(const float* x, const float* w, std::size_t frames, std::size_t channels,
+IZWI_DECL void speaker_statistics(const float* x, const float* w, std::size_t frames, std::size_t channels,
                                float* mean, float* std_dev) {
   for (std::size_t c = 0; c < channels; ++c) {
     double m = 0.0;
@@ -120,7 +125,7 @@ Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load_with(const Qwen3TtsSpeakerEn
   return e;
 }
 
-inline Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load(const io::ModelDirectory& dir,
+IZWI_DECL Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load(const io::ModelDirectory& dir,
                                                            const Qwen3TtsSpeakerEncoderConfig& config) {
   return load_with(config, [&](const std::string& hf, const std::string&, std::uint32_t in, std::uint32_t out,
                                std::uint32_t kernel, std::uint32_t dilation) {
@@ -135,7 +140,7 @@ inline Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load(const io::ModelDirect
   });
 }
 
-inline Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load_gguf(const io::GgufFile& m) {
+IZWI_DECL Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load_gguf(const io::GgufFile& m) {
   if (m.get<std::string>("clip.audio.projector_type", "") != "qwen3tts_spkenc")
     throw io::format_error(m.name(), "", "metadata 'clip.audio.projector_type': not qwen3tts_spkenc (no speaker encoder)");
   // llama.cpp's graph fixes the ECAPA layout (qwen3tts-spkenc.cpp): three
@@ -163,13 +168,13 @@ inline Qwen3TtsSpeakerEncoder Qwen3TtsSpeakerEncoder::load_gguf(const io::GgufFi
   });
 }
 
-inline std::size_t Qwen3TtsSpeakerEncoder::mel_frames(std::size_t n) const noexcept {
+IZWI_DECL std::size_t Qwen3TtsSpeakerEncoder::mel_frames(std::size_t n) const noexcept {
   constexpr std::size_t pad = (detail::speaker_n_fft - detail::speaker_hop) / 2;
   if (n <= pad) return 0;
   return 1 + (n + 2 * pad - detail::speaker_n_fft) / detail::speaker_hop;
 }
 
-inline std::vector<float> Qwen3TtsSpeakerEncoder::log_mel(std::span<const float> pcm) const {
+IZWI_DECL std::vector<float> Qwen3TtsSpeakerEncoder::log_mel(std::span<const float> pcm) const {
   constexpr std::size_t pad = (detail::speaker_n_fft - detail::speaker_hop) / 2;
   const std::size_t frames = mel_frames(pcm.size()), n = pcm.size();
   if (frames == 0) return {};
@@ -188,7 +193,7 @@ inline std::vector<float> Qwen3TtsSpeakerEncoder::log_mel(std::span<const float>
   return out;
 }
 
-inline std::vector<float> Qwen3TtsSpeakerEncoder::embed_mel(std::span<const float> mel, std::size_t frames,
+IZWI_DECL std::vector<float> Qwen3TtsSpeakerEncoder::embed_mel(std::span<const float> mel, std::size_t frames,
                                                             detail::ThreadPool& pool) const {
   const auto& ch = config_.enc_channels;
   const std::size_t wide = ch.back(), T = frames;
@@ -255,7 +260,7 @@ inline std::vector<float> Qwen3TtsSpeakerEncoder::embed_mel(std::span<const floa
   return xvector;
 }
 
-inline std::vector<float> Qwen3TtsSpeakerEncoder::embed(std::span<const float> pcm, std::uint32_t sample_rate,
+IZWI_DECL std::vector<float> Qwen3TtsSpeakerEncoder::embed(std::span<const float> pcm, std::uint32_t sample_rate,
                                                         detail::ThreadPool& pool) const {
   for (std::size_t i = 0; i < pcm.size(); ++i)
     if (!std::isfinite(pcm[i]))

@@ -2,6 +2,11 @@
 // Qwen3TtsGenerator's step loop: talker forward passes over the paged KV
 // cache, the code predictor batched across the speaking requests, and the
 // next frame's input rows.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -47,7 +52,7 @@ struct Qwen3TtsStepLayout {
 /// One talker pass: x holds each active request's pending rows in order;
 /// leaves each request's last hidden state (after the final norm) in
 /// a->hidden and its codec logits in `logits` ([n][vocab]).
-inline void Qwen3TtsGenerator::talker_forward(std::span<Active* const> active, const std::vector<float>& x,
+IZWI_DECL void Qwen3TtsGenerator::talker_forward(std::span<Active* const> active, const std::vector<float>& x,
                                               PagedKVCache<>& kv, std::vector<float>& logits) {
   const Qwen3TtsConfig& c = compute_.model().config();
   const std::size_t h = c.talker.hidden_size, n = active.size();
@@ -75,14 +80,14 @@ inline void Qwen3TtsGenerator::talker_forward(std::span<Active* const> active, c
 }
 
 /// Codebooks 1..G-1 of every active request's frame (frame[0] already set).
-inline void Qwen3TtsGenerator::predict_codes(std::span<Active* const> active) {
+IZWI_DECL void Qwen3TtsGenerator::predict_codes(std::span<Active* const> active) {
   std::vector<detail::Qwen3TtsFrameJob> jobs;
   for (Active* a : active) jobs.push_back({a->hidden.data(), a->frame.data(), &a->predictor_sampling, &a->rng});
   compute_.predict(jobs);
 }
 
 /// The talker's next input per request: Σ of the frame's 16 code embeddings + a text row.
-inline void Qwen3TtsGenerator::next_inputs(std::span<Active* const> active, std::vector<float>& x) {
+IZWI_DECL void Qwen3TtsGenerator::next_inputs(std::span<Active* const> active, std::vector<float>& x) {
   const std::size_t h = compute_.hidden();
   x.assign(active.size() * h, 0.0f);
   for (std::size_t i = 0; i < active.size(); ++i) {
@@ -97,7 +102,7 @@ inline void Qwen3TtsGenerator::next_inputs(std::span<Active* const> active, std:
   }
 }
 
-inline std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qwen3TtsRequest> requests) {
+IZWI_DECL std::vector<Qwen3TtsCodes> Qwen3TtsGenerator::generate(std::span<const Qwen3TtsRequest> requests) {
   const Qwen3TtsConfig& c = compute_.model().config();
   std::vector<Qwen3TtsCodes> results(requests.size());
   std::vector<Active> states(requests.size());

@@ -1,6 +1,11 @@
 #pragma once
 // Qwen3TtsSpeechEncoder: config, loading (encoder.* of speech_tokenizer/) and
 // the forward pass (SEANet, transformer, downsample, split RVQ).
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_speech_encoder.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,19 +23,19 @@
 
 namespace izwi {
 
-inline std::size_t Qwen3TtsSpeechEncoderConfig::hop() const noexcept {
+IZWI_DECL std::size_t Qwen3TtsSpeechEncoderConfig::hop() const noexcept {
   std::size_t h = 1;
   for (std::uint32_t r : upsampling_ratios) h *= r;
   return h;
 }
 
-inline std::uint32_t Qwen3TtsSpeechEncoderConfig::downsample_stride() const noexcept {
+IZWI_DECL std::uint32_t Qwen3TtsSpeechEncoderConfig::downsample_stride() const noexcept {
   // MimiModel: a downsample exists when frame_rate differs from the SEANet's rate; stride 2.
   const double seanet_rate = static_cast<double>(sample_rate) / static_cast<double>(hop());
   return std::abs(seanet_rate - frame_rate) > 1e-9 ? 2u : 1u;
 }
 
-inline Qwen3TtsSpeechEncoderConfig Qwen3TtsSpeechEncoderConfig::from(const io::ConfigView& root) {
+IZWI_DECL Qwen3TtsSpeechEncoderConfig Qwen3TtsSpeechEncoderConfig::from(const io::ConfigView& root) {
   const io::ConfigView e = root.object("encoder_config");
   Qwen3TtsSpeechEncoderConfig c;
   c.sample_rate = e.optional<std::uint32_t>("sampling_rate", root.optional<std::uint32_t>("input_sample_rate", c.sample_rate));
@@ -78,7 +83,7 @@ inline Qwen3TtsSpeechEncoderConfig Qwen3TtsSpeechEncoderConfig::from(const io::C
   return c;
 }
 
-inline void Qwen3TtsSpeechEncoderConfig::validate() const {
+IZWI_DECL void Qwen3TtsSpeechEncoderConfig::validate() const {
   auto positive = [](std::uint64_t v, const char* field) {
     if (v == 0) throw invalid_argument(field, std::string("Qwen3-TTS speech encoder: ") + field + " must be positive");
   };
@@ -139,14 +144,14 @@ struct Qwen3TtsSpeechEncoderWeights {
   std::vector<float> centroids, centroid_norms;
 };
 
-inline kernels::cpu::WeightMatrix f32_matrix(const std::vector<float>& w, std::size_t rows, std::size_t cols) {
+IZWI_DECL kernels::cpu::WeightMatrix f32_matrix(const std::vector<float>& w, std::size_t rows, std::size_t cols) {
   return {DType::f32, rows, cols, w.data()};
 }
 
 /// y[ceil(frames / stride)][out] = the causal conv of x[frames][in], padded as
 /// MimiConv1d pads: (k−1)·d+1 − stride rows on the left, and on the right
 /// what completes the last stride. Unfolds at most ~4M floats at a time.
-inline void encoder_conv(const Qwen3TtsEncoderConv& c, const float* x, std::size_t frames, std::vector<float>& y,
+IZWI_DECL void encoder_conv(const Qwen3TtsEncoderConv& c, const float* x, std::size_t frames, std::vector<float>& y,
                          ThreadPool& pool, std::vector<float>& unfolded) {
   const std::size_t k = c.kernel, in = c.in, s = c.stride, out_frames = (frames + s - 1) / s;
   const auto left = static_cast<std::ptrdiff_t>((k - 1) * c.dilation + 1) - static_cast<std::ptrdiff_t>(s);
@@ -171,13 +176,13 @@ inline void encoder_conv(const Qwen3TtsEncoderConv& c, const float* x, std::size
       for (std::size_t o = 0; o < c.out; ++o) y[t * c.out + o] += c.bias[o];
 }
 
-inline void elu(const float* x, float* y, std::size_t n) noexcept {
+IZWI_DECL void elu(const float* x, float* y, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : std::expm1(x[i]);
 }
 
 /// The transformer's attention on x[T][hidden] (already normed), causal over
 /// all earlier frames, RoPE (rotate-half) at positions 0..T-1; result in `out`.
-inline void encoder_attention(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsEncoderLayer& l, const float* x,
+IZWI_DECL void encoder_attention(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsEncoderLayer& l, const float* x,
                               std::size_t T, float* out, ThreadPool& pool, std::vector<float>& scratch) {
   const std::size_t h = c.hidden_size, hd = c.head_dim, q_w = std::size_t{c.num_heads} * hd,
                     kv_w = std::size_t{c.num_kv_heads} * hd, half = hd / 2, group = c.num_heads / c.num_kv_heads;
@@ -225,7 +230,7 @@ inline void encoder_attention(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3T
   kernels::cpu::matmul_batch_invariant(ctx, T, q_w, f32_matrix(l.o, h, q_w), out, pool);
 }
 
-inline void encoder_layer(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsEncoderLayer& l, std::vector<float>& x,
+IZWI_DECL void encoder_layer(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsEncoderLayer& l, std::vector<float>& x,
                           std::size_t T, ThreadPool& pool, std::vector<float>& scratch) {
   const std::size_t h = c.hidden_size, f = c.intermediate_size;
   const auto eps = static_cast<float>(c.norm_eps);
@@ -244,7 +249,7 @@ inline void encoder_layer(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsEn
 
 /// Codes of one RVQ (its input projection applied to x[T][hidden]): codebooks
 /// [first, first + count) of the centroids, each the nearest to the residual.
-inline void encoder_rvq(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsSpeechEncoderWeights& w,
+IZWI_DECL void encoder_rvq(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsSpeechEncoderWeights& w,
                         const std::vector<float>& proj, const float* x, std::size_t T, std::size_t first,
                         std::size_t count, std::int32_t* codes, ThreadPool& pool) {
   const std::size_t d = c.codebook_dim, n = c.codebook_size, groups = c.valid_quantizers;
@@ -270,12 +275,12 @@ inline void encoder_rvq(const Qwen3TtsSpeechEncoderConfig& c, const Qwen3TtsSpee
 
 }  // namespace detail
 
-inline std::size_t Qwen3TtsSpeechEncoder::frames(std::size_t n) const noexcept {
+IZWI_DECL std::size_t Qwen3TtsSpeechEncoder::frames(std::size_t n) const noexcept {
   const std::size_t s = config_.samples_per_frame();
   return (n + s - 1) / s;
 }
 
-inline std::vector<float> Qwen3TtsSpeechEncoder::latent(std::span<const float> pcm, detail::ThreadPool& pool) const {
+IZWI_DECL std::vector<float> Qwen3TtsSpeechEncoder::latent(std::span<const float> pcm, detail::ThreadPool& pool) const {
   const Qwen3TtsSpeechEncoderConfig& c = config_;
   const detail::Qwen3TtsSpeechEncoderWeights& w = *weights_;
   if (pcm.empty()) throw invalid_argument("reference_audio", "the reference audio is empty");
@@ -311,7 +316,7 @@ inline std::vector<float> Qwen3TtsSpeechEncoder::latent(std::span<const float> p
   return x;
 }
 
-inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::quantize(std::span<const float> latent,
+IZWI_DECL std::vector<std::int32_t> Qwen3TtsSpeechEncoder::quantize(std::span<const float> latent,
                                                                  detail::ThreadPool& pool) const {
   const Qwen3TtsSpeechEncoderConfig& c = config_;
   const detail::Qwen3TtsSpeechEncoderWeights& w = *weights_;
@@ -325,11 +330,11 @@ inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::quantize(std::span<const
   return codes;
 }
 
-inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, detail::ThreadPool& pool) const {
+IZWI_DECL std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, detail::ThreadPool& pool) const {
   return quantize(latent(pcm, pool), pool);
 }
 
-inline std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, std::uint32_t sample_rate,
+IZWI_DECL std::vector<std::int32_t> Qwen3TtsSpeechEncoder::encode(std::span<const float> pcm, std::uint32_t sample_rate,
                                                                detail::ThreadPool& pool) const {
   for (std::size_t i = 0; i < pcm.size(); ++i)
     if (!std::isfinite(pcm[i]))
@@ -378,7 +383,7 @@ class Qwen3TtsSpeechEncoderReader {
 // encoder.encoder.layers.i follows MimiEncoder's module list: conv, then per
 // ratio (reversed) its residual blocks, an ELU and the strided conv, then an
 // ELU and the last conv (ELUs hold no weights but take an index).
-inline void load_encoder_convs(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+IZWI_DECL void load_encoder_convs(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
                                Qwen3TtsSpeechEncoderWeights& w) {
   std::size_t index = 0;
   auto layer = [&] { return "encoder.encoder.layers." + std::to_string(index++); };
@@ -407,7 +412,7 @@ inline void load_encoder_convs(const Qwen3TtsSpeechEncoderReader& read, const Qw
   }
 }
 
-inline void load_encoder_transformer(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+IZWI_DECL void load_encoder_transformer(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
                                      Qwen3TtsSpeechEncoderWeights& w) {
   const std::uint64_t h = c.hidden_size, f = c.intermediate_size, q = std::uint64_t{c.num_heads} * c.head_dim,
                       kv = std::uint64_t{c.num_kv_heads} * c.head_dim;
@@ -429,7 +434,7 @@ inline void load_encoder_transformer(const Qwen3TtsSpeechEncoderReader& read, co
 // Codebook entries are embed_sum / max(cluster_usage, 1e-5), as Mimi's
 // EuclideanCodebook computes them; their squared norms are kept for the
 // nearest-centroid search.
-inline void load_encoder_codebooks(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
+IZWI_DECL void load_encoder_codebooks(const Qwen3TtsSpeechEncoderReader& read, const Qwen3TtsSpeechEncoderConfig& c,
                                    Qwen3TtsSpeechEncoderWeights& w) {
   const std::uint64_t h = c.hidden_size, d = c.codebook_dim, n = c.codebook_size;
   const std::string semantic = "encoder.quantizer.semantic_residual_vector_quantizer.",
@@ -462,7 +467,7 @@ inline void load_encoder_codebooks(const Qwen3TtsSpeechEncoderReader& read, cons
 
 }  // namespace detail
 
-inline Qwen3TtsSpeechEncoder Qwen3TtsSpeechEncoder::load(const std::filesystem::path& speech_tokenizer_dir) {
+IZWI_DECL Qwen3TtsSpeechEncoder Qwen3TtsSpeechEncoder::load(const std::filesystem::path& speech_tokenizer_dir) {
   const std::filesystem::path config_json = speech_tokenizer_dir / "config.json";
   const io::JsonValue doc = io::read_json_file(config_json);
   const io::ConfigView root(doc, config_json.string());

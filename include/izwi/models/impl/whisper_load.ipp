@@ -1,6 +1,10 @@
 #pragma once
-// Whisper: configurations of the published shapes and loading from a Hugging
-// Face directory or a ggml-whisper file.
+// Whisper: loading from a Hugging Face directory or a ggml-whisper file.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/whisper.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -17,49 +21,7 @@
 
 namespace izwi {
 
-inline WhisperConfig WhisperConfig::preset(std::string_view name) {
-  struct Shape {
-    std::string_view name;
-    std::uint32_t d, heads, enc_layers, dec_layers, mels, vocab;
-  };
-  static constexpr Shape shapes[] = {
-      {"tiny", 384, 6, 4, 4, 80, 51865},          {"tiny.en", 384, 6, 4, 4, 80, 51864},
-      {"base", 512, 8, 6, 6, 80, 51865},          {"base.en", 512, 8, 6, 6, 80, 51864},
-      {"small", 768, 12, 12, 12, 80, 51865},      {"small.en", 768, 12, 12, 12, 80, 51864},
-      {"medium", 1024, 16, 24, 24, 80, 51865},    {"medium.en", 1024, 16, 24, 24, 80, 51864},
-      {"large-v1", 1280, 20, 32, 32, 80, 51865},  {"large-v2", 1280, 20, 32, 32, 80, 51865},
-      {"large-v3", 1280, 20, 32, 32, 128, 51866}, {"large-v3-turbo", 1280, 20, 32, 4, 128, 51866},
-  };
-  for (const Shape& s : shapes)
-    if (s.name == name) {
-      WhisperConfig c;
-      c.d_model = s.d;
-      c.encoder_heads = c.decoder_heads = s.heads;
-      c.encoder_layers = s.enc_layers;
-      c.decoder_layers = s.dec_layers;
-      c.ffn_dim = 4 * s.d;
-      c.n_mels = s.mels;
-      c.vocab_size = s.vocab;
-      return c;
-    }
-  throw izwi::invalid_argument("model", "unknown Whisper shape '" + std::string(name) +
-                                            "' (tiny, base, small, medium, large-v1, large-v2, large-v3, "
-                                            "large-v3-turbo, or tiny.en ... medium.en)");
-}
-
-inline void WhisperConfig::validate() const {
-  auto need = [](bool ok, const char* field, const std::string& why) {
-    if (!ok) throw izwi::invalid_argument(field, std::string("Whisper config: ") + field + " " + why);
-  };
-  need(d_model > 0 && encoder_layers > 0 && decoder_layers > 0 && ffn_dim > 0, "d_model", "and layer sizes must be positive");
-  need(encoder_heads > 0 && d_model % encoder_heads == 0, "encoder_heads", "must divide d_model");
-  need(decoder_heads == encoder_heads, "decoder_heads", "must equal encoder_heads (one head_dim)");
-  need(n_mels == 80 || n_mels == 128, "n_mels", "must be 80 or 128, is " + std::to_string(n_mels));
-  need(n_audio_ctx > 0 && n_text_ctx > 0, "n_audio_ctx", "and n_text_ctx must be positive");
-  (void)tokenizer::WhisperSpecialTokens::for_vocab_size(vocab_size);  // throws for a size no Whisper has
-}
-
-inline WhisperConfig WhisperConfig::from_hf_config(const std::filesystem::path& config_json) {
+IZWI_DECL WhisperConfig WhisperConfig::from_hf_config(const std::filesystem::path& config_json) {
   const io::JsonValue doc = io::read_json_file(config_json);
   const io::ConfigView v(doc, config_json.string());
   WhisperConfig c;
@@ -85,7 +47,7 @@ inline WhisperConfig WhisperConfig::from_hf_config(const std::filesystem::path& 
 namespace detail::whisper {
 
 /// transformers' name of an OpenAI/ggml Whisper tensor name.
-inline std::string hf_tensor_name(std::string_view openai) {
+IZWI_DECL std::string hf_tensor_name(std::string_view openai) {
   std::string s(openai);
   auto replace = [&s](std::string_view from, std::string_view to) {
     if (auto at = s.find(from); at != std::string::npos) s.replace(at, from.size(), to);
@@ -144,7 +106,7 @@ struct AlignedArena {
 
 }  // namespace detail::whisper
 
-inline WhisperGenerationConfig WhisperGenerationConfig::openai_defaults(const tokenizer::WhisperTokenizer& tokenizer) {
+IZWI_DECL WhisperGenerationConfig WhisperGenerationConfig::openai_defaults(const tokenizer::WhisperTokenizer& tokenizer) {
   const tokenizer::WhisperSpecialTokens& s = tokenizer.special();
   WhisperGenerationConfig g;
   g.suppress_tokens = tokenizer.non_speech_tokens();
@@ -158,7 +120,7 @@ inline WhisperGenerationConfig WhisperGenerationConfig::openai_defaults(const to
 
 /// generation_config.json: suppress lists and alignment heads, and a check
 /// that its language and timestamp ids are the ones the vocabulary size implies.
-inline WhisperGenerationConfig read_whisper_generation_config(const std::filesystem::path& file,
+IZWI_DECL WhisperGenerationConfig read_whisper_generation_config(const std::filesystem::path& file,
                                                       const tokenizer::WhisperSpecialTokens& special) {
   const io::JsonValue doc = io::read_json_file(file);
   const io::ConfigView v(doc, file.string());
@@ -368,7 +330,7 @@ struct Loader {
 
 }  // namespace detail::whisper
 
-inline Whisper Whisper::load(const std::filesystem::path& path, WhisperLoadOptions options) {
+IZWI_DECL Whisper Whisper::load(const std::filesystem::path& path, WhisperLoadOptions options) {
   if (std::filesystem::is_directory(path)) return detail::whisper::Loader::from_directory(path, options);
   if (!std::filesystem::exists(path)) throw izwi::error(path.string() + ": no such file or directory");
   return detail::whisper::Loader::from_ggml(path, options);

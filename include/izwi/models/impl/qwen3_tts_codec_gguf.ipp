@@ -2,6 +2,11 @@
 // The codec decoder from llama.cpp's mmproj GGUF (a.gen.wav.*, as its
 // converter conversion/qwen3tts.py writes them): tensor names translated from
 // transformers', the shape read from the tensors.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_codec.hpp"
 
 #include <string>
 #include <vector>
@@ -11,7 +16,7 @@
 
 namespace izwi::detail {
 
-inline std::vector<std::string> split_name(const std::string& name) {
+IZWI_DECL std::vector<std::string> split_name(const std::string& name) {
   std::vector<std::string> parts;
   std::size_t start = 0;
   for (std::size_t dot; (dot = name.find('.', start)) != std::string::npos; start = dot + 1)
@@ -21,7 +26,7 @@ inline std::vector<std::string> split_name(const std::string& name) {
 }
 
 /// transformers' decoder.* name → llama.cpp's a.gen.wav.* name ("" when it has none).
-inline std::string qwen3_tts_codec_gguf_name(const std::string& hf, std::size_t blocks) {
+IZWI_DECL std::string qwen3_tts_codec_gguf_name(const std::string& hf, std::size_t blocks) {
   const std::vector<std::string> t = split_name(hf);
   auto at = [&](std::size_t i) -> const std::string& {
     static const std::string none;
@@ -101,7 +106,7 @@ class Qwen3TtsCodecGgufSource final : public Qwen3TtsCodecSource {
 
 /// The codec's shape from the mmproj's tensors; what llama.cpp fixes
 /// (16 heads, window 72, θ 1e4, ε 1e-5) as it fixes it.
-inline Qwen3TtsCodecConfig qwen3_tts_codec_config_from_gguf(const io::GgufFile& f) {
+IZWI_DECL Qwen3TtsCodecConfig qwen3_tts_codec_config_from_gguf(const io::GgufFile& f) {
   auto shape = [&](const std::string& name) { return f.tensor(name).shape(); };
   Qwen3TtsCodecConfig c;
   const auto first = shape("a.gen.wav.quant.first.codebook.weight");  // [size][dim / 2]
@@ -130,7 +135,7 @@ inline Qwen3TtsCodecConfig qwen3_tts_codec_config_from_gguf(const io::GgufFile& 
 
 namespace izwi {
 
-inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load_gguf(const std::filesystem::path& mmproj_gguf,
+IZWI_DECL Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load_gguf(const std::filesystem::path& mmproj_gguf,
                                                             Qwen3TtsCodecPrecision precision) {
   const io::GgufFile file = io::GgufFile::open(mmproj_gguf);
   const Qwen3TtsCodecConfig config = detail::qwen3_tts_codec_config_from_gguf(file);

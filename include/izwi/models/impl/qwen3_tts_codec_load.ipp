@@ -1,6 +1,11 @@
 #pragma once
 // Loading the codec decoder's weights from speech_tokenizer/model.safetensors
 // (tensor names as transformers' Qwen3TTSTokenizerV2Model writes them).
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_codec.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -139,7 +144,7 @@ class Qwen3TtsCodecLoader {
   std::vector<std::vector<float>>* arena_;
 };
 
-inline void load_qwen3_tts_codec_transformer(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
+IZWI_DECL void load_qwen3_tts_codec_transformer(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
                                              Qwen3TtsCodecWeights& w) {
   const std::string p = "decoder.pre_transformer.";
   const std::size_t q = std::size_t{c.num_heads} * c.head_dim, kv = std::size_t{c.num_kv_heads} * c.head_dim;
@@ -166,7 +171,7 @@ inline void load_qwen3_tts_codec_transformer(const Qwen3TtsCodecLoader& l, const
   }
 }
 
-inline void load_qwen3_tts_codec_upsampling(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
+IZWI_DECL void load_qwen3_tts_codec_upsampling(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
                                             Qwen3TtsCodecWeights& w) {
   const std::uint32_t d = c.latent_dim;
   for (std::size_t b = 0; b < c.upsampling_ratios.size(); ++b) {
@@ -190,7 +195,7 @@ inline void load_qwen3_tts_codec_upsampling(const Qwen3TtsCodecLoader& l, const 
   }
 }
 
-inline void load_qwen3_tts_codec_blocks(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
+IZWI_DECL void load_qwen3_tts_codec_blocks(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
                                         Qwen3TtsCodecWeights& w) {
   w.decoder_entry = l.conv("decoder.decoder.0.conv", c.latent_dim, c.decoder_dim, 7);
   constexpr std::uint32_t dilations[3] = {1, 3, 9};
@@ -217,7 +222,7 @@ inline void load_qwen3_tts_codec_blocks(const Qwen3TtsCodecLoader& l, const Qwen
   w.final_conv = l.conv(conv, channels, 1, 7);
 }
 
-inline void load_qwen3_tts_codec_quantizer(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
+IZWI_DECL void load_qwen3_tts_codec_quantizer(const Qwen3TtsCodecLoader& l, const Qwen3TtsCodecConfig& c,
                                            Qwen3TtsCodecWeights& w) {
   const std::size_t half = c.codebook_dim / 2;
   w.codebooks.reserve(std::size_t{c.num_quantizers} * c.codebook_size * half);
@@ -233,7 +238,7 @@ inline void load_qwen3_tts_codec_quantizer(const Qwen3TtsCodecLoader& l, const Q
 
 namespace izwi {
 
-inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::path& speech_tokenizer_dir,
+IZWI_DECL Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::load(const std::filesystem::path& speech_tokenizer_dir,
                                                        Qwen3TtsCodecPrecision precision) {
   const io::ModelDirectory dir = io::ModelDirectory::open(speech_tokenizer_dir);
   return from_source(detail::Qwen3TtsCodecDirectorySource(dir),
@@ -250,7 +255,7 @@ namespace detail {
 /// decoder's memory stays that of its f32 weights, at load too. With
 /// `decoder_bf16`, the convolutional decoder's matrices (entry and blocks)
 /// are packed as bf16 AMX tiles instead.
-inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena,
+IZWI_DECL void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena,
                                         bool decoder_bf16) {
   using Owner = std::pair<const void*, std::vector<float>*>;  // a view's address and its arena entry
   std::vector<Owner> owners;
@@ -293,7 +298,7 @@ inline void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std
 
 }  // namespace detail
 
-inline Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
+IZWI_DECL Qwen3TtsCodecDecoder Qwen3TtsCodecDecoder::from_source(const detail::Qwen3TtsCodecSource& source,
                                                               const Qwen3TtsCodecConfig& config,
                                                               Qwen3TtsCodecPrecision precision) {
   Qwen3TtsCodecDecoder d;

@@ -1,5 +1,10 @@
 #pragma once
 // Reading and checking Qwen3-TTS's config.json and speech_tokenizer/config.json.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_config.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,18 +17,18 @@
 
 namespace izwi {
 
-inline std::size_t Qwen3TtsCodecConfig::samples_per_frame() const noexcept {
+IZWI_DECL std::size_t Qwen3TtsCodecConfig::samples_per_frame() const noexcept {
   std::size_t n = 1;
   for (std::uint32_t r : upsample_rates) n *= r;
   for (std::uint32_t r : upsampling_ratios) n *= r;
   return n;
 }
 
-inline std::uint32_t Qwen3TtsCodecConfig::output_channels() const noexcept {
+IZWI_DECL std::uint32_t Qwen3TtsCodecConfig::output_channels() const noexcept {
   return decoder_dim >> upsample_rates.size();
 }
 
-inline Qwen3TtsCodecConfig Qwen3TtsCodecConfig::read(const std::filesystem::path& config_json) {
+IZWI_DECL Qwen3TtsCodecConfig Qwen3TtsCodecConfig::read(const std::filesystem::path& config_json) {
   const io::JsonValue doc = io::read_json_file(config_json);
   const io::ConfigView root(doc, config_json.string());
   Qwen3TtsCodecConfig c = from(root.object("decoder_config"));
@@ -34,7 +39,7 @@ inline Qwen3TtsCodecConfig Qwen3TtsCodecConfig::read(const std::filesystem::path
   return c;
 }
 
-inline Qwen3TtsCodecConfig Qwen3TtsCodecConfig::from(const io::ConfigView& d) {
+IZWI_DECL Qwen3TtsCodecConfig Qwen3TtsCodecConfig::from(const io::ConfigView& d) {
   Qwen3TtsCodecConfig c;
   c.codebook_size = d.optional<std::uint32_t>("codebook_size", c.codebook_size);
   c.codebook_dim = d.optional<std::uint32_t>("codebook_dim", c.codebook_dim);
@@ -60,7 +65,7 @@ inline Qwen3TtsCodecConfig Qwen3TtsCodecConfig::from(const io::ConfigView& d) {
   return c;
 }
 
-inline void Qwen3TtsCodecConfig::validate() const {
+IZWI_DECL void Qwen3TtsCodecConfig::validate() const {
   auto positive = [](std::uint32_t v, const char* field) {
     if (v == 0) throw invalid_argument(field, std::string("Qwen3-TTS codec: ") + field + " must be positive");
   };
@@ -92,7 +97,7 @@ inline void Qwen3TtsCodecConfig::validate() const {
                                               std::to_string(upsample_rates.size()) + " blocks)");
 }
 
-inline Qwen3TtsSpeakerEncoderConfig Qwen3TtsSpeakerEncoderConfig::from(const io::ConfigView& e) {
+IZWI_DECL Qwen3TtsSpeakerEncoderConfig Qwen3TtsSpeakerEncoderConfig::from(const io::ConfigView& e) {
   Qwen3TtsSpeakerEncoderConfig c;
   c.mel_dim = e.optional<std::uint32_t>("mel_dim", c.mel_dim);
   c.enc_dim = e.optional<std::uint32_t>("enc_dim", c.enc_dim);
@@ -107,7 +112,7 @@ inline Qwen3TtsSpeakerEncoderConfig Qwen3TtsSpeakerEncoderConfig::from(const io:
   return c;
 }
 
-inline void Qwen3TtsSpeakerEncoderConfig::validate() const {
+IZWI_DECL void Qwen3TtsSpeakerEncoderConfig::validate() const {
   auto fail = [](const char* field, const std::string& problem) {
     throw invalid_argument(std::string("speaker_encoder_config.") + field,
                            std::string("Qwen3-TTS speaker encoder: ") + field + " " + problem);
@@ -142,14 +147,14 @@ inline void Qwen3TtsSpeakerEncoderConfig::validate() const {
 
 namespace detail {
 
-inline std::string lower_case(std::string_view s) {
+IZWI_DECL std::string lower_case(std::string_view s) {
   std::string out(s);
   for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return out;
 }
 
 /// {"name": id} or {"name": [id]} (both appear in published configs) as a map.
-inline std::map<std::string, TokenId, std::less<>> read_id_map(const io::ConfigView& parent, std::string_view key) {
+IZWI_DECL std::map<std::string, TokenId, std::less<>> read_id_map(const io::ConfigView& parent, std::string_view key) {
   std::map<std::string, TokenId, std::less<>> out;
   const io::JsonValue* value = parent.find(key);
   if (value == nullptr || value->is_null()) return out;
@@ -166,7 +171,7 @@ inline std::map<std::string, TokenId, std::less<>> read_id_map(const io::ConfigV
 }
 
 /// A Qwen3 backbone's shape from talker_config or code_predictor_config.
-inline Qwen3Config read_tts_backbone(const io::ConfigView& c, double default_theta) {
+IZWI_DECL Qwen3Config read_tts_backbone(const io::ConfigView& c, double default_theta) {
   Qwen3Config q;
   q.hidden_size = c.required<std::uint32_t>("hidden_size");
   q.num_layers = c.required<std::uint32_t>("num_hidden_layers");
@@ -189,12 +194,12 @@ inline Qwen3Config read_tts_backbone(const io::ConfigView& c, double default_the
 
 }  // namespace detail
 
-inline Qwen3TtsConfig Qwen3TtsConfig::read(const std::filesystem::path& config_json) {
+IZWI_DECL Qwen3TtsConfig Qwen3TtsConfig::read(const std::filesystem::path& config_json) {
   const io::JsonValue doc = io::read_json_file(config_json);
   return from(io::ConfigView(doc, config_json.string()));
 }
 
-inline Qwen3TtsConfig Qwen3TtsConfig::from(const io::ConfigView& root) {
+IZWI_DECL Qwen3TtsConfig Qwen3TtsConfig::from(const io::ConfigView& root) {
   Qwen3TtsConfig c;
   c.model_type = root.optional<std::string>("tts_model_type", "custom_voice");
   c.im_start_id = root.optional<TokenId>("im_start_token_id", c.im_start_id);
@@ -238,7 +243,7 @@ inline Qwen3TtsConfig Qwen3TtsConfig::from(const io::ConfigView& root) {
   return c;
 }
 
-inline void Qwen3TtsConfig::validate() const {
+IZWI_DECL void Qwen3TtsConfig::validate() const {
   auto check_backbone = [](const Qwen3Config& q, const std::string& which) {
     if (q.hidden_size == 0 || q.num_layers == 0 || q.num_heads == 0 || q.num_kv_heads == 0 || q.head_dim == 0 ||
         q.intermediate_size == 0 || q.vocab_size == 0)

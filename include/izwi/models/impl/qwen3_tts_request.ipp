@@ -1,5 +1,10 @@
 #pragma once
 // make_qwen3_tts_request and the prompt-row packing.
+// Inline in header-only builds; compiled once, in <izwi/src.hpp>, under
+// IZWI_SEPARATE_COMPILATION (see izwi/config.hpp).
+
+#include "izwi/config.hpp"
+#include "izwi/models/qwen3_tts_request.hpp"
 
 #include <string>
 #include <utility>
@@ -10,17 +15,17 @@
 
 namespace izwi {
 
-inline std::size_t qwen3_tts_token_space(const Qwen3TtsConfig& c) noexcept {
+IZWI_DECL std::size_t qwen3_tts_token_space(const Qwen3TtsConfig& c) noexcept {
   const std::size_t codecs = c.talker.vocab_size;
   return codecs + (std::size_t{c.text_vocab_size} + 1) * (codecs + 1);
 }
 
-inline TokenId qwen3_tts_pack_row(const Qwen3TtsConfig& c, Qwen3TtsPromptRow row) noexcept {
+IZWI_DECL TokenId qwen3_tts_pack_row(const Qwen3TtsConfig& c, Qwen3TtsPromptRow row) noexcept {
   const std::int64_t codecs = c.talker.vocab_size;
   return static_cast<TokenId>(codecs + (std::int64_t{row.text} + 1) * (codecs + 1) + (row.codec + 1));
 }
 
-inline Qwen3TtsPromptRow qwen3_tts_unpack_row(const Qwen3TtsConfig& c, TokenId id) noexcept {
+IZWI_DECL Qwen3TtsPromptRow qwen3_tts_unpack_row(const Qwen3TtsConfig& c, TokenId id) noexcept {
   const std::int64_t codecs = c.talker.vocab_size, packed = std::int64_t{id} - codecs;
   return {static_cast<TokenId>(packed / (codecs + 1) - 1), static_cast<TokenId>(packed % (codecs + 1) - 1)};
 }
@@ -32,7 +37,7 @@ namespace detail {
 /// embeddings (summed from zero in codebook order, as the generator sums them),
 /// the rows between carry zeros. The hash covers the x-vector and the codes,
 /// so two references never share prefix-cache blocks.
-inline void add_qwen3_tts_reference_rows(const Qwen3Tts& model, const Qwen3TtsRequest& r, const Qwen3TtsPrompt& prompt,
+IZWI_DECL void add_qwen3_tts_reference_rows(const Qwen3Tts& model, const Qwen3TtsRequest& r, const Qwen3TtsPrompt& prompt,
                                          AudioInput& voice) {
   const Qwen3TtsConfig& c = model.config();
   const std::size_t h = c.talker.hidden_size, groups = c.num_code_groups, first = *prompt.speaker_embedding_row,
@@ -55,7 +60,7 @@ inline void add_qwen3_tts_reference_rows(const Qwen3Tts& model, const Qwen3TtsRe
 
 }  // namespace detail
 
-inline Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, Qwen3TtsStreaming streaming) {
+IZWI_DECL Request make_qwen3_tts_request(const Qwen3Tts& model, const Qwen3TtsRequest& r, Qwen3TtsStreaming streaming) {
   const Qwen3TtsConfig& c = model.config();
   static_assert(sizeof(TokenId) == 4);
   for (const auto* tokens : {&r.text_tokens, &r.instruction_tokens})
