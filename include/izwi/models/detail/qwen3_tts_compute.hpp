@@ -48,7 +48,7 @@ struct Qwen3TtsFrameJob {
   float* logits = nullptr;
 };
 
-/// Defined after Qwen3Tts (models/impl/qwen3_tts_compute.hpp); holds a
+/// Defined after Qwen3Tts (models/impl/qwen3_tts_compute.hpp, .ipp); holds a
 /// pointer to the model, which must stay put while this lives.
 class Qwen3TtsCompute {
  public:
