@@ -11,11 +11,18 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdint>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 
 namespace izwi::io::detail {
+
+/// "[a, b, c]" for an error message. Defined in io/impl/gguf.ipp; declared
+/// here too, so this header compiles on its own in the separate-compilation
+/// mode, where gguf.hpp leaves that body out.
+std::string dims_text(std::span<const std::uint64_t> dims);
 
 /// ggml's name for a type id (for the error that refuses it).
 inline std::string ggml_type_name(std::uint32_t id) {
