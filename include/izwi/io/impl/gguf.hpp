@@ -3,10 +3,6 @@
 // writer's emitters), in every mode; the rest is in gguf.ipp.
 
 #include <izwi/core/error.hpp>
-#include <izwi/io/detail/half_float.hpp>
-#include <izwi/io/detail/safetensors_storage.hpp>
-#include <izwi/io/detail/utf8.hpp>
-#include <izwi/io/quantize.hpp>
 
 #include <algorithm>
 #include <bit>
