@@ -5,6 +5,7 @@
 #include "io_test_support.hpp"
 
 #include <izwi/core/detail/huge_page_buffer.hpp>
+#include <izwi/io/detail/half_float.hpp>
 #include <izwi/io/gguf.hpp>
 #include <izwi/io/gguf_qwen3.hpp>
 #include <izwi/io/quantize.hpp>
