@@ -4,17 +4,23 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "izwi/concepts/archetypes.hpp"
 #include "izwi/concepts/kv_cache.hpp"
 #include "izwi/core/error.hpp"
+#include "izwi/kv_cache/memory_pressure.hpp"
 #include "izwi/kv_cache/paged.hpp"
 #include "kv_cache/kv_test_support.hpp"
 
@@ -483,6 +489,57 @@ TEST_CASE("K/V storage is per layer, aligned, zeroed for the null block and writ
       for (std::size_t s = 0; s < slots; ++s)
         for (std::size_t e = 0; e < row; ++e) REQUIRE(p[s * row + e] == value_of(l, kind, s, e));
     }
+  }
+}
+
+namespace {
+
+/// Share of the whole pages in [p, p + bytes) that are resident (mincore).
+double resident_share(const std::byte* p, std::size_t bytes) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+  REQUIRE(last > first);
+  std::vector<unsigned char> pages((last - first) / page);
+  REQUIRE(::mincore(reinterpret_cast<void*>(first), last - first, pages.data()) == 0);
+  return double(std::count_if(pages.begin(), pages.end(), [](unsigned char v) { return (v & 1) != 0; })) /
+         double(pages.size());
+}
+
+/// Resident share of each layer's K and V arrays, the lowest.
+double least_resident_array(Cache& kv) {
+  const std::size_t array_bytes = kv.stats().total_bytes / (2 * small_shape.num_layers) / 2;  // well inside each
+  double least = 1.0;
+  for (std::uint32_t l = 0; l < small_shape.num_layers; ++l)
+    for (const std::byte* a : {kv.layer(l).keys, kv.layer(l).values}) least = std::min(least, resident_share(a, array_bytes));
+  return least;
+}
+
+}  // namespace
+
+TEST_CASE("commit_memory makes the whole pool resident at construction; without it, pages wait for their blocks",
+          "[kv_cache][storage]") {
+  PagedKVCacheConfig config = budget(std::size_t{32} << 20);
+  config.commit_memory = true;
+  Cache committed(small_shape, config);
+  CHECK(least_resident_array(committed) == 1.0);
+  const auto* keys = reinterpret_cast<const float*>(committed.layer(1).keys);
+  CHECK(std::all_of(keys, keys + 1000, [](float v) { return v == 0.0f; }));
+
+  Cache lazy(small_shape, budget(std::size_t{32} << 20));
+  CHECK(least_resident_array(lazy) < 0.5);  // only the null block (and an allocator's first page) written
+
+  // More than the machine has: refused before anything is allocated, naming the field.
+  const std::optional<std::size_t> physical = izwi::physical_memory_bytes();
+  REQUIRE(physical);
+  const izwi::KVCacheShape large{64, 8, 128, izwi::DType::f32};  // 8 MiB a block of 16 tokens
+  config.byte_budget = *physical + (std::size_t{1} << 30);
+  try {
+    PagedKVCache<16> too_large(large, config);
+    FAIL("a pool larger than the physical memory was committed");
+  } catch (const izwi::invalid_argument& e) {
+    CHECK(e.field() == "byte_budget");
+    CHECK(std::string(e.what()).find("more than this machine's") != std::string::npos);
   }
 }
 

@@ -280,6 +280,35 @@ TEST_CASE("the CPU loader serves a random-weight Qwen3 checkpoint", "[server][lo
   }
 }
 
+namespace {
+
+/// This process's anonymous resident memory (/proc/self/status RssAnon), bytes.
+std::size_t resident_anonymous_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) * 1024;
+  FAIL("no RssAnon in /proc/self/status");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("the CPU loader commits the paged KV pool when the model loads", "[server][loader]") {
+  if (!testing::have_qwen3_tokenizer()) return;
+  const auto dir = testing::random_qwen3();
+  CpuLoaderSettings settings;
+  settings.num_threads = 1;
+  // A loaded tiny model holds about 350 MB resident besides its pool (the
+  // tokenizer, the executor's buffers), whatever the pool's size: 1 GiB
+  // tells a committed pool (about 1.4 GB in all) from a lazy one.
+  settings.kv_cache_bytes = std::size_t{1} << 30;
+  const std::size_t before = resident_anonymous_bytes();
+  auto model = load_cpu_model("tiny", dir, settings);
+  const std::size_t after = resident_anonymous_bytes();
+  INFO("resident before " << before << " B, after " << after << " B");
+  CHECK(after >= before + settings.kv_cache_bytes * 9 / 10);
+}
+
 TEST_CASE("the CPU loader serves a random Qwen3-TTS, as a directory and as llama.cpp's GGUF pair",
           "[server][loader][speech]") {
   if (!testing::have_qwen3_tokenizer()) return;

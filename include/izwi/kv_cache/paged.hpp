@@ -38,7 +38,8 @@ namespace izwi {
 
 struct PagedKVCacheConfig {
   /// Bytes for K/V storage, the null block included (vLLM's CPU default,
-  /// VLLM_CPU_KVCACHE_SPACE, is 4 GiB). Untouched pages cost no resident memory.
+  /// VLLM_CPU_KVCACHE_SPACE, is 4 GiB). Untouched pages cost no resident
+  /// memory unless commit_memory is set.
   std::size_t byte_budget = std::size_t{4} << 30;
   /// Exact number of usable blocks; overrides byte_budget when set.
   std::optional<std::size_t> num_blocks;
@@ -53,6 +54,14 @@ struct PagedKVCacheConfig {
   /// it, a chat's next turn), copy the matching rows into a block of its own,
   /// so only what is new is computed. Needs enable_prefix_caching.
   bool reuse_partial_blocks = true;
+  /// Write every page of the storage (zeros) at construction, so the whole
+  /// pool is resident from the start, as a server's is: its footprint is
+  /// known when the model loads, not discovered as blocks are first used
+  /// (which looks like a leak), and no step takes first-touch page faults.
+  /// llama.cpp clears its KV buffer when it creates it; vLLM allocates its
+  /// pool up front. izwi-server sets it. Off: pages become resident as blocks
+  /// are first written.
+  bool commit_memory = false;
 };
 
 template <std::size_t BlockSize = 16>
@@ -67,7 +76,8 @@ class PagedKVCache {
 
   /// Allocates the storage. Throws izwi::invalid_argument naming the field
   /// when the shape is unusable (zero layers, heads or head_dim; a quantized
-  /// dtype) or the budget cannot hold one block besides the null block.
+  /// dtype), the budget cannot hold one block besides the null block, or a
+  /// pool to commit (commit_memory) is larger than the physical memory.
   PagedKVCache(KVCacheShape shape, PagedKVCacheConfig config = {});
 
   PagedKVCache(const PagedKVCache&) = delete;
@@ -130,6 +140,9 @@ class PagedKVCache {
 
  private:
   static std::size_t usable_blocks(const KVCacheShape& shape, const PagedKVCacheConfig& config);
+  /// `bytes`, or invalid_argument when commit_memory asks for more than the
+  /// machine's physical memory (it would only end in the OOM killer).
+  static std::size_t committable(std::size_t bytes, const PagedKVCacheConfig& config);
   std::size_t row_bytes() const noexcept { return shape_.row_elements() * dtype_size(shape_.dtype); }
 
   KVCacheShape shape_;

@@ -121,6 +121,16 @@ IZWI_DECL CheckpointKind inspect_checkpoint(const std::filesystem::path& path) {
 
 namespace detail {
 
+/// Every model's paged pool: kv_cache_bytes, committed when the model loads
+/// (the memory a server uses is what it reports from the start).
+inline PagedKVCacheConfig paged_cache_config(const CpuLoaderSettings& settings) {
+  PagedKVCacheConfig config;
+  config.byte_budget = settings.kv_cache_bytes;
+  config.enable_prefix_caching = settings.enable_prefix_caching;
+  config.commit_memory = true;
+  return config;
+}
+
 /// A Whisper checkpoint (HF directory or ggml .bin) on the stock Whisper
 /// engine: FCFS scheduling and a paged cache (the configuration the encoder
 /// work is scheduled in), whatever the settings say for text models.
@@ -155,10 +165,7 @@ inline std::unique_ptr<AnyEngine> load_whisper_model(const std::string& id, cons
   engine_config.model_name = id;
   engine_config.stream_capacity = settings.stream_capacity;
   engine_config.max_waiting_requests = settings.max_waiting_requests;
-  PagedKVCacheConfig cache_config;
-  cache_config.byte_budget = settings.kv_cache_bytes;
-  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
-  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  PagedKVCache<> cache(executor.kv_cache_shape(), paged_cache_config(settings));
   auto engine = std::make_unique<WhisperCpuEngine>(FcfsScheduler(scheduler_config), std::move(cache),
                                                    std::move(executor), engine_config);
   info.max_model_len = engine->max_model_len();
@@ -196,10 +203,7 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
   engine_config.model_name = id;
   engine_config.stream_capacity = settings.stream_capacity;
   engine_config.max_waiting_requests = settings.max_waiting_requests;
-  PagedKVCacheConfig cache_config;
-  cache_config.byte_budget = settings.kv_cache_bytes;
-  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
-  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  PagedKVCache<> cache(executor.kv_cache_shape(), paged_cache_config(settings));
   auto serve = [&]<class Engine>(auto scheduler) -> std::unique_ptr<AnyEngine> {
     auto engine = std::make_unique<Engine>(std::move(scheduler), std::move(cache), std::move(executor), engine_config);
     info.max_model_len = engine->max_model_len();
@@ -283,10 +287,7 @@ IZWI_DECL std::unique_ptr<AnyEngine> load_cpu_model(const std::string& id, const
     return detail::make_served_engine(priority, std::move(executor), std::move(cache), scheduler_config,
                                       engine_config, std::move(info), settings.max_model_len);
   }
-  PagedKVCacheConfig cache_config;
-  cache_config.byte_budget = settings.kv_cache_bytes;
-  cache_config.enable_prefix_caching = settings.enable_prefix_caching;
-  PagedKVCache<> cache(executor.kv_cache_shape(), cache_config);
+  PagedKVCache<> cache(executor.kv_cache_shape(), detail::paged_cache_config(settings));
   return detail::make_served_engine(priority, std::move(executor), std::move(cache), scheduler_config,
                                     engine_config, std::move(info), settings.max_model_len);
 }
