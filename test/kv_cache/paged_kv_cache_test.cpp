@@ -517,7 +517,7 @@ double least_resident_array(Cache& kv) {
 
 }  // namespace
 
-TEST_CASE("commit_memory makes the whole pool resident at construction; without it, pages wait for their blocks",
+TEST_CASE("commit_memory makes the whole pool resident at construction, and without it pages wait for their blocks",
           "[kv_cache][storage]") {
   PagedKVCacheConfig config = budget(std::size_t{32} << 20);
   config.commit_memory = true;
