@@ -7,7 +7,11 @@
 // out-of-bounds read. Defined here, after gguf.hpp's bodies, so this header
 // and gguf.hpp each compile on their own.
 
+#include <izwi/config.hpp>
+#include <izwi/io/detail/safetensors_storage.hpp>
+#include <izwi/io/detail/utf8.hpp>
 #include <izwi/io/gguf.hpp>
+#include <izwi/io/quantize.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -20,9 +24,9 @@
 namespace izwi::io::detail {
 
 /// "[a, b, c]" for an error message. Defined in io/impl/gguf.ipp; declared
-/// here too, so this header compiles on its own in the separate-compilation
-/// mode, where gguf.hpp leaves that body out.
-std::string dims_text(std::span<const std::uint64_t> dims);
+/// here too (IZWI_DECL, as its definition), so this header compiles on its
+/// own in the separate-compilation mode, where gguf.hpp leaves that body out.
+IZWI_DECL std::string dims_text(std::span<const std::uint64_t> dims);
 
 /// ggml's name for a type id (for the error that refuses it).
 inline std::string ggml_type_name(std::uint32_t id) {
