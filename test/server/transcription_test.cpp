@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numbers>
+#include <random>
 #include <span>
 #include <string>
 #include <tuple>
@@ -621,6 +622,157 @@ TEST_CASE("Transcriber: segments of planned VAD regions map back to the original
   }
   for (std::size_t i = 1; i < r.segments.size(); ++i)
     CHECK(r.segments[i].start >= r.segments[i - 1].end);  // monotonic, in audio order
+}
+
+namespace {
+
+/// Audio and Silero-like probabilities with random structure: speech runs
+/// of random length and loudness with shallow (p 0.2) and deep (p 0.02)
+/// pauses inside, silences of random length between, noise at random levels
+/// (the planner's quiet cuts look at the energy too).
+std::pair<std::vector<float>, std::vector<float>> random_speech(std::mt19937& rng, double seconds) {
+  const std::size_t n = static_cast<std::size_t>(seconds * vad_rate);
+  std::vector<float> samples(n);
+  std::vector<float> p((n + vad_window - 1) / vad_window);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uint32_t noise = rng();  // xorshift for the samples: millions of them, cheap under ASan
+  const auto next_noise = [&noise] {
+    noise ^= noise << 13, noise ^= noise >> 17, noise ^= noise << 5;
+    return static_cast<float>(noise) * 4.656613e-10f - 1.0f;  // [-1, 1)
+  };
+  std::size_t w = 0;
+  while (w < p.size()) {
+    const bool speech = u(rng) < 0.6;
+    const auto run = static_cast<std::size_t>((speech ? 0.3 + 40 * u(rng) * u(rng) : 0.1 + 12 * u(rng)) * vad_rate / vad_window);
+    const float level = speech ? static_cast<float>(0.05 + 0.4 * u(rng)) : static_cast<float>(0.002 * u(rng));
+    for (std::size_t end = std::min(p.size(), w + run + 1); w < end; ++w) {
+      float q = speech ? static_cast<float>(0.6 + 0.4 * u(rng)) : static_cast<float>(0.3 * u(rng));
+      if (speech && u(rng) < 0.04) q = u(rng) < 0.5 ? 0.2f : 0.02f;  // a pause inside speech
+      p[w] = q;
+      for (std::size_t i = w * vad_window; i < std::min(n, (w + 1) * vad_window); ++i)
+        samples[i] = level * next_noise() * (q < 0.5f ? 0.05f : 1.0f);
+    }
+  }
+  return {std::move(samples), std::move(p)};
+}
+
+}  // namespace
+
+TEST_CASE("VadRegionPlanner: fed in pieces, it hands out plan_vad_regions' plan, each region soon after it is final", "[asr]") {
+  std::mt19937 rng(20261129);
+  std::size_t early = 0, total_regions = 0;
+  for (int trial = 0; trial < 32; ++trial) {
+    const double seconds = std::uniform_real_distribution<double>(5, 300)(rng);
+    auto [samples, p] = random_speech(rng, seconds);
+    asr::VadChunkingOptions options;
+    if (trial % 4 == 1) options.prefix_padding_ms = 0, options.silence_duration_ms = 100;
+    if (trial % 4 == 2) options.prefix_padding_ms = 1000, options.silence_duration_ms = 2000, options.threshold = 0.7f;
+    if (trial % 4 == 3) options.prefix_padding_ms = 800, options.silence_duration_ms = 200;  // padding overlaps
+    INFO("trial " << trial << ": " << seconds << " s");
+    const auto whole = asr::plan_vad_regions(samples, p, options);
+
+    asr::VadRegionPlanner planner(samples, options);
+    REQUIRE(planner.windows() == p.size());
+    std::vector<izwi::audio::AudioChunk> handed;
+    std::size_t fed = 0;
+    while (fed < p.size()) {
+      // Small pieces (as the server's VAD pass hands them over) look at
+      // nearly every frontier; large ones skip past several regions.
+      const std::size_t piece = std::min<std::size_t>(p.size() - fed, 1 + rng() % (trial % 2 == 0 ? 24 : 1500));
+      planner.add_probabilities(std::span<const float>(p).subspan(fed, piece));
+      fed += piece;
+      for (const auto& r : planner.take_final()) {
+        // Handed out once final: no sooner than its start + 30 s + the
+        // guard, and no later than one piece after that.
+        const double guard_s = (options.silence_duration_ms + 2 * options.prefix_padding_ms + 1000) / 1000 + 0.064;
+        const double seen_s = static_cast<double>(fed * vad_window) / vad_rate;
+        const double start_s = static_cast<double>(r.start) / vad_rate;
+        CHECK(seen_s >= start_s + 30 + guard_s - 0.001);
+        CHECK(seen_s <= start_s + 30 + guard_s + static_cast<double>(piece * vad_window) / vad_rate + 0.001);
+        handed.push_back(r);
+        ++early;
+      }
+    }
+    for (const auto& r : planner.finish()) handed.push_back(r);
+    CHECK(handed == whole);
+    total_regions += whole.size();
+    CHECK(planner.take_final().empty());
+  }
+  // Most regions of these files (5-300 s) are handed out before the VAD ends.
+  CHECK(early * 2 > total_regions);
+}
+
+TEST_CASE("VadRegionPlanner: errors name the problem", "[asr]") {
+  const std::vector<float> samples(16000 * 40, 0.0f);
+  asr::VadChunkingOptions bad;
+  bad.silence_duration_ms = -1;
+  CHECK_THROWS_WITH(asr::VadRegionPlanner(samples, bad), Catch::Contains("silence_duration_ms"));
+  asr::VadRegionPlanner planner(samples);
+  const std::vector<float> p(planner.windows() - 1, 0.9f);
+  planner.add_probabilities(p);
+  CHECK_THROWS_WITH(planner.finish(), Catch::Contains("1250 windows, got 1249"));
+  CHECK_THROWS_WITH(planner.add_probabilities(std::vector<float>(2, 0.9f)), Catch::Contains("more probabilities"));
+  planner.add_probabilities(std::vector<float>(1, 0.9f));
+  CHECK(planner.finish() == asr::plan_vad_regions(samples, std::vector<float>(planner.windows(), 0.9f)));
+  CHECK_THROWS_WITH(planner.add_probabilities(std::vector<float>(1, 0.9f)), Catch::Contains("finished"));
+}
+
+TEST_CASE("Transcriber: regions added as they are planned give the transcription of all of them at once", "[asr]") {
+  const double seconds = 150;
+  const std::vector<std::pair<double, double>> islands{{3, 8}, {20, 26}, {61, 70}, {75, 80}, {121, 140}};
+  const std::vector<float> p = speech_probabilities(seconds, islands);
+  auto samples = silence(seconds);
+  const auto regions = asr::plan_vad_regions(*samples, p, {});
+  REQUIRE(regions.size() >= 3);
+  FakeEngine fake;
+  fake.decode = [](const asr::WindowJob& job) -> Decoded {
+    return {{ts(0), word(" w" + std::to_string(job.begin / 16000)), ts(1), ts(1), word(" x"), ts(3)}};
+  };
+  asr::TranscriptionOptions options;  // language detected from the first region's probe
+  asr::Transcriber all(fake_tokenizer(), samples, options, regions);
+  fake.run(all);
+  const std::vector<std::string> all_deltas = fake.deltas;
+
+  asr::Transcriber t(fake_tokenizer(), samples, options, asr::Transcriber::regions_to_come);
+  CHECK(!t.done());
+  CHECK(t.take_jobs().empty());
+  std::vector<std::string> deltas;
+  std::size_t next = 0;
+  for (int round = 0; round < 1000 && !t.done(); ++round) {
+    // A region arrives every other round, while the earlier ones decode.
+    if (round % 2 == 0 && next < regions.size()) t.add_regions(std::span(regions).subspan(next++, 1));
+    if (next == regions.size()) t.close_regions();
+    for (const auto& job : t.take_jobs()) {
+      if (job.kind == asr::WindowJob::Kind::language_probe) {
+        t.on_chunk(job.id, fake.probe_chunk(job));
+      } else {
+        for (const auto& c : fake.decode_chunks(job)) t.on_chunk(job.id, c);
+      }
+    }
+    while (auto d = t.take_delta()) deltas.push_back(d->text);
+  }
+  REQUIRE(t.done());
+  REQUIRE(!t.failed());
+  const asr::Transcription a = all.result(), b = t.result();
+  CHECK(b.text == a.text);
+  CHECK(b.language == a.language);
+  REQUIRE(b.segments.size() == a.segments.size());
+  for (std::size_t i = 0; i < a.segments.size(); ++i) {
+    CHECK(b.segments[i].start == a.segments[i].start);
+    CHECK(b.segments[i].text == a.segments[i].text);
+  }
+  CHECK(joined(deltas) == joined(all_deltas));
+  CHECK(joined(deltas) == b.text);
+
+  // No region at all: empty text once closed. Regions out of order, or after closing, are refused.
+  asr::Transcriber none(fake_tokenizer(), samples, options, asr::Transcriber::regions_to_come);
+  CHECK_THROWS_WITH(none.add_regions(std::vector<izwi::audio::AudioChunk>{{16000, 32000}, {0, 8000}}),
+                    Catch::Contains("in order"));
+  CHECK(none.take_jobs().empty());  // nothing of a refused batch was added
+  none.close_regions();
+  CHECK(none.done());
+  CHECK(none.result().text.empty());
+  CHECK_THROWS_WITH(none.add_regions(regions), Catch::Contains("after close_regions"));
 }
 
 // --- the protocol --------------------------------------------------------------------

@@ -191,6 +191,10 @@ struct TextDelta {
 
 class Transcriber {
  public:
+  /// Tag: the regions come later (add_regions), as a VAD pass finds them.
+  struct RegionsToCome {};
+  static constexpr RegionsToCome regions_to_come{};
+
   /// `samples_16k`: the whole audio (16 kHz mono), shared with the jobs'
   /// requests. `regions`: the parts to decode (plan_vad_regions); empty: the
   /// whole audio as one region (the sequential algorithm). Throws
@@ -198,6 +202,12 @@ class Transcriber {
   /// or a beam_size / best_of of 0 (or a beam_size above 19).
   Transcriber(const tokenizer::WhisperTokenizer& tokenizer, std::shared_ptr<const std::vector<float>> samples_16k,
               TranscriptionOptions options, std::vector<audio::AudioChunk> regions = {});
+  /// No region yet: add_regions() hands them over as they are planned
+  /// (asr::VadRegionPlanner), close_regions() says there are no more. Each
+  /// region's windows start as soon as it is added; text is still streamed
+  /// in audio order. Throws as the constructor above.
+  Transcriber(const tokenizer::WhisperTokenizer& tokenizer, std::shared_ptr<const std::vector<float>> samples_16k,
+              TranscriptionOptions options, RegionsToCome);
   Transcriber(const Transcriber&) = delete;
   Transcriber& operator=(const Transcriber&) = delete;
   ~Transcriber();
@@ -208,7 +218,14 @@ class Transcriber {
   /// are ignored. A job that ends with abort or error fails the transcription.
   void on_chunk(std::uint64_t job_id, const StreamChunk& chunk);
 
-  /// Every region is decoded (or the transcription failed).
+  /// Regions after the last one (a regions_to_come transcriber). Throws
+  /// izwi::invalid_argument for a region outside the audio, before the end
+  /// of the last one, or after close_regions(); then none is added.
+  void add_regions(std::span<const audio::AudioChunk> regions);
+  /// No more regions; with none added at all the transcription is empty text.
+  void close_regions() noexcept;
+
+  /// Every region is given and decoded (or the transcription failed).
   bool done() const noexcept;
   bool failed() const noexcept { return !error_.empty(); }
   /// Why it failed ("the engine aborted a window", the engine's error).
@@ -253,6 +270,7 @@ class Transcriber {
   std::size_t windows_decoded_ = 0;
   std::size_t emitted_region_ = 0, emitted_segment_ = 0;
   bool emitted_any_text_ = false;
+  bool regions_closed_ = false;
   std::string error_;
   std::optional<FinishReason> failure_reason_;
 };

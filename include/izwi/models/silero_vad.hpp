@@ -77,6 +77,13 @@ class SileroVadStream {
   /// izwi::invalid_argument if `window` does not hold exactly 512 samples.
   float process(std::span<const float> window);
 
+  /// Speech probability of window `index` of a whole signal (its samples
+  /// [index * 512, index * 512 + 512), the last, partial window zero-padded).
+  /// Windows 0, 1, 2, ... of one signal through a fresh stream give
+  /// SileroVad::speech_probabilities' values, so the signal can be run
+  /// piecewise. Throws izwi::invalid_argument past the signal's windows.
+  float process_window_of(std::span<const float> signal, std::size_t index);
+
   /// Back to the state of a new stream: zero context, zero h and c.
   void reset() noexcept;
 

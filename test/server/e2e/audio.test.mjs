@@ -266,6 +266,20 @@ describe("/v1/audio/transcriptions", () => {
     const chunked = await upload([["chunking_strategy", "auto"], ["response_format", "verbose_json"]], long);
     assert.equal(chunked.status, 200, chunked.text);
     assert.equal(chunked.json.segments.map((s) => s.text).join("").trimStart(), chunked.json.text);
+    for (let i = 1; i < chunked.json.segments.length; ++i)
+      assert.ok(chunked.json.segments[i].start >= chunked.json.segments[i - 1].start, "segments out of audio order");
+    // Over one window, Silero's regions reach the transcriber while it
+    // decodes (VadPass): streamed deltas, in audio order, are the same text.
+    const streamed = await upload([["chunking_strategy", "auto"], ["stream", "true"]], long);
+    assert.equal(streamed.status, 200, streamed.text);
+    const {events, problems} = parseSse(streamed.text);
+    assert.deepEqual(problems, []);
+    const parsed = events.map((e) => JSON.parse(e));
+    const done = parsed.at(-1);
+    assert.equal(done.type, "transcript.text.done");
+    assert.equal(done.text, chunked.json.text);
+    assert.equal(parsed.filter((e) => e.type === "transcript.text.delta").map((e) => e.delta).join("").trimStart(),
+                 chunked.json.text);
   });
 
   test("no_timestamps=true (whisper.cpp server's field): one segment per window, no timestamp tokens", async () => {

@@ -110,9 +110,31 @@ inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
   if (options_.best_of == 0) throw invalid_argument("best_of", "best_of must be at least 1");
   temperatures_ = options_.temperatures();
   if (regions.empty()) regions.push_back({0, samples_->size()});
+  add_regions(regions);
+  regions_closed_ = true;
+}
+
+inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
+                                std::shared_ptr<const std::vector<float>> samples_16k, TranscriptionOptions options,
+                                RegionsToCome)
+    : Transcriber(tokenizer, std::move(samples_16k), std::move(options), {{0, 0}}) {
+  // The delegated constructor checked the options with a placeholder region; none is decoded yet.
+  regions_.clear();
+  in_flight_.clear();
+  ready_.clear();
+  regions_closed_ = false;
+}
+
+inline void Transcriber::add_regions(std::span<const audio::AudioChunk> regions) {
+  if (regions_closed_) throw invalid_argument("regions", "no region can be added after close_regions()");
+  std::size_t previous_end = regions_.empty() ? 0 : regions_.back()->end;
   for (const audio::AudioChunk& c : regions) {
     if (c.start > c.end || c.end > samples_->size())
       throw invalid_argument("regions", "a region lies outside the audio");
+    if (c.start < previous_end) throw invalid_argument("regions", "regions must come in order and not overlap");
+    previous_end = c.end;
+  }
+  for (const audio::AudioChunk& c : regions) {
     auto r = std::make_unique<Region>();
     r->index = regions_.size();
     r->begin = c.start;
@@ -120,9 +142,11 @@ inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
     r->content_frames = c.length() / samples_per_frame;
     r->all_tokens = options_.initial_prompt;
     regions_.push_back(std::move(r));
+    start_window(*regions_.back());
   }
-  for (auto& r : regions_) start_window(*r);
 }
+
+inline void Transcriber::close_regions() noexcept { regions_closed_ = true; }
 
 inline Transcriber::~Transcriber() = default;
 
@@ -132,7 +156,7 @@ inline std::size_t Transcriber::jobs_in_flight() const noexcept { return in_flig
 
 inline bool Transcriber::done() const noexcept {
   if (failed()) return true;
-  return std::all_of(regions_.begin(), regions_.end(), [](const auto& r) { return r->complete; });
+  return regions_closed_ && std::all_of(regions_.begin(), regions_.end(), [](const auto& r) { return r->complete; });
 }
 
 inline void Transcriber::fail(std::string why, FinishReason reason) {

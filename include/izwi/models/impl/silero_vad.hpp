@@ -63,24 +63,28 @@ inline SileroVad SileroVad::load(const io::SafetensorsFile& file) {
 
 inline std::vector<float> SileroVad::speech_probabilities(std::span<const float> samples_16k) const {
   SileroVadStream vad(*this);
+  const std::size_t windows = (samples_16k.size() + window_samples - 1) / window_samples;
   std::vector<float> probabilities;
-  probabilities.reserve((samples_16k.size() + window_samples - 1) / window_samples);
-  std::array<float, window_samples> last{};
-  for (std::size_t start = 0; start < samples_16k.size(); start += window_samples) {
-    const std::size_t n = std::min(window_samples, samples_16k.size() - start);
-    if (n == window_samples) {
-      probabilities.push_back(vad.process(samples_16k.subspan(start, n)));
-    } else {
-      std::copy_n(samples_16k.begin() + static_cast<std::ptrdiff_t>(start), n, last.begin());
-      probabilities.push_back(vad.process(last));  // zero-padded tail
-    }
-  }
+  probabilities.reserve(windows);
+  for (std::size_t i = 0; i < windows; ++i) probabilities.push_back(vad.process_window_of(samples_16k, i));
   return probabilities;
 }
 
 inline SileroVadStream SileroVad::stream() const { return SileroVadStream(*this); }
 
 inline SileroVadStream::SileroVadStream(const SileroVad& model) : weights_(model.weights_) {}
+
+inline float SileroVadStream::process_window_of(std::span<const float> signal, std::size_t index) {
+  constexpr std::size_t w = SileroVad::window_samples;
+  if (index >= (signal.size() + w - 1) / w)
+    throw izwi::invalid_argument("index", "window " + std::to_string(index) + " is past the signal's " +
+                                        std::to_string((signal.size() + w - 1) / w) + " windows");
+  const std::size_t start = index * w, n = std::min(w, signal.size() - start);
+  if (n == w) return process(signal.subspan(start, w));
+  std::array<float, w> tail{};  // zero-padded, as silero-vad's get_speech_timestamps pads it
+  std::copy_n(signal.begin() + static_cast<std::ptrdiff_t>(start), n, tail.begin());
+  return process(tail);
+}
 
 inline float SileroVadStream::process(std::span<const float> window) {
   if (window.size() != SileroVad::window_samples)

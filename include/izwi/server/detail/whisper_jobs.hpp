@@ -1,7 +1,8 @@
 #pragma once
 // A transcriber's window job as an engine request for a Whisper model
 // (izwi/models/whisper_request.hpp builds the audio placeholders and the
-// decoder prompt), and the cache that lets a window's jobs share its audio.
+// decoder prompt), the cache that lets a window's jobs share its audio, and
+// the Silero pass of chunking_strategy that runs beside the decoding.
 
 #include <memory>
 #include <mutex>
@@ -9,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "izwi/asr/chunking.hpp"
 #include "izwi/asr/transcriber.hpp"
 #include "izwi/core/error.hpp"
 #include "izwi/core/request.hpp"
+#include "izwi/models/silero_vad.hpp"
 #include "izwi/models/whisper_request.hpp"
 
 namespace izwi::server::detail {
@@ -87,5 +90,45 @@ inline Request whisper_window_request(const Whisper& model, const asr::WindowJob
   request.prompt_tokens.insert(request.prompt_tokens.end(), job.continuation.begin(), job.continuation.end());
   return request;
 }
+
+/// chunking_strategy with Silero over audio longer than one window: the
+/// VAD pass, a piece at a time, so a transcription's first regions are
+/// decoded while Silero works through the rest (its windows are sequential:
+/// each carries the LSTM state of the one before). The regions handed out
+/// in all are plan_vad_regions' over the whole file (asr::VadRegionPlanner).
+/// One piece runs at a time, on a work thread.
+class VadPass {
+ public:
+  /// About 30 s of audio per piece (~70 ms of one core): short enough that
+  /// window requests are built between pieces, long enough that posting
+  /// costs nothing.
+  static constexpr std::size_t windows_per_piece = 938;
+
+  /// Throws izwi::invalid_argument for chunking options out of range.
+  VadPass(const models::SileroVad& vad, std::shared_ptr<const std::vector<float>> samples,
+          const asr::VadChunkingOptions& options)
+      : samples_(std::move(samples)), stream_(vad.stream()), planner_(*samples_, options) {}
+
+  /// Runs the next piece; the regions that became final. `finished`: the
+  /// audio is done and these are the last.
+  std::vector<audio::AudioChunk> advance(bool& finished) {
+    const std::size_t end = std::min(planner_.windows(), next_window_ + windows_per_piece);
+    std::vector<float> p;
+    p.reserve(end - next_window_);
+    for (; next_window_ < end; ++next_window_) p.push_back(stream_.process_window_of(*samples_, next_window_));
+    planner_.add_probabilities(p);
+    finished = next_window_ == planner_.windows();
+    if (!finished) return planner_.take_final();
+    std::vector<audio::AudioChunk> out = planner_.take_final();
+    for (const audio::AudioChunk& c : planner_.finish()) out.push_back(c);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<float>> samples_;  // the planner's view lives as long as this
+  models::SileroVadStream stream_;
+  asr::VadRegionPlanner planner_;
+  std::size_t next_window_ = 0;
+};
 
 }  // namespace izwi::server::detail

@@ -2,7 +2,9 @@
 // The audio endpoints. /v1/audio/transcriptions and /v1/audio/translations
 // run Whisper through the engine: the upload is parsed, decoded (16 kHz
 // mono) and, for chunking_strategy, split at quiet points on a preparation
-// thread; a TranscriptionJob then drives an asr::Transcriber from the
+// thread (over more than one window, by a Silero pass on the work threads
+// that hands over regions as they become final, beside their decoding:
+// detail::VadPass); a TranscriptionJob then drives an asr::Transcriber from the
 // connection's strand — each window job becomes an engine request, each
 // chunk of its stream goes back to the transcriber — and answers in the
 // requested format, or as transcript.text.* events. A client that goes away
@@ -56,6 +58,9 @@ struct PreparedTranscription {
   std::shared_ptr<AnyEngine> engine;
   const Whisper* model = nullptr;
   std::unique_ptr<asr::Transcriber> transcriber;
+  /// chunking_strategy with Silero over more than a window: the pass that
+  /// hands the transcriber its regions (none given at the start).
+  std::shared_ptr<VadPass> vad_pass;
   openai::TranscriptionFormat format = openai::TranscriptionFormat::json;
   bool translation = false;
   bool streaming = false;
@@ -89,6 +94,7 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
       arm_keep_alive();
     }
     step();
+    if (p_.vad_pass) run_vad_piece();
   }
 
   void cancel() noexcept override {
@@ -170,6 +176,43 @@ class TranscriptionJob final : public http::PendingResponse, public std::enable_
                           });
       });
     }
+  }
+
+  /// The next piece of the VAD pass on a work thread; its regions come back
+  /// to the strand (take_vad_regions), which asks for the piece after.
+  void run_vad_piece() {
+    boost::asio::post(work_, [self = shared_from_this(), pass = p_.vad_pass] {
+      std::vector<audio::AudioChunk> regions;
+      bool finished = false;
+      std::optional<std::string> error;
+      try {
+        regions = pass->advance(finished);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      boost::asio::post(self->session_->get_executor(), [self, regions = std::move(regions), finished, error] {
+        self->session_->run_guarded([&] { self->take_vad_regions(regions, finished, error); });
+      });
+    });
+  }
+
+  /// On the strand: regions the VAD pass found final. A job cancelled or
+  /// answered meanwhile ends the pass here.
+  void take_vad_regions(const std::vector<audio::AudioChunk>& regions, bool finished,
+                        const std::optional<std::string>& error) {
+    if (cancelled_ || finished_ || session_->closed()) return;
+    if (error) {
+      log_line("izwi-server: request " + session_->exchange().request_id + ": the VAD pass failed: " + *error);
+      return fail(ApiError::internal());
+    }
+    p_.transcriber->add_regions(regions);
+    if (finished) {
+      p_.transcriber->close_regions();
+      p_.vad_pass.reset();
+    } else {
+      run_vad_piece();
+    }
+    step();
   }
 
   /// On the strand: a submitted window's stream, or why it was refused.
@@ -387,8 +430,12 @@ IZWI_DECL detail::PreparedTranscription Server::prepare_transcription(const std:
   if (const std::string_view prompt = openai::detail::trimmed(parsed.prompt); !prompt.empty())
     options.initial_prompt = model->tokenizer()->encode(" " + std::string(prompt));  // as openai-whisper
   std::vector<audio::AudioChunk> regions;
+  std::shared_ptr<detail::VadPass> vad_pass;
   if (detail::is_silent(*samples)) {
     regions.push_back({0, 0});  // nothing to hear: empty text, whatever the model would make of it
+  } else if (parsed.vad && vad_ && samples->size() > asr::samples_per_window) {
+    // Silero runs beside the decoding (detail::VadPass); the options are checked here.
+    vad_pass = std::make_shared<detail::VadPass>(*vad_, samples, *parsed.vad);
   } else if (parsed.vad) {
     std::vector<float> probabilities;
     if (vad_) probabilities = vad_->speech_probabilities(*samples);
@@ -396,8 +443,11 @@ IZWI_DECL detail::PreparedTranscription Server::prepare_transcription(const std:
     if (regions.empty()) regions.push_back({0, 0});  // no speech anywhere: empty text
   }
   detail::PreparedTranscription out;
-  out.transcriber = std::make_unique<asr::Transcriber>(*model->tokenizer(), std::move(samples), std::move(options),
-                                                       std::move(regions));
+  out.transcriber = vad_pass ? std::make_unique<asr::Transcriber>(*model->tokenizer(), std::move(samples),
+                                                                  std::move(options), asr::Transcriber::regions_to_come)
+                             : std::make_unique<asr::Transcriber>(*model->tokenizer(), std::move(samples),
+                                                                  std::move(options), std::move(regions));
+  out.vad_pass = std::move(vad_pass);
   out.format = parsed.response_format;
   out.translation = translation;
   out.streaming = parsed.stream;
