@@ -93,7 +93,7 @@ struct Transcriber::PendingJob {
 
 inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
                                 std::shared_ptr<const std::vector<float>> samples_16k, TranscriptionOptions options,
-                                std::vector<audio::AudioChunk> regions)
+                                RegionsToCome)
     : tokenizer_(&tokenizer), samples_(std::move(samples_16k)), options_(std::move(options)) {
   if (!samples_) throw invalid_argument("file", "no audio samples");
   const auto& special = tokenizer.special();
@@ -109,20 +109,15 @@ inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
                                             "], got " + std::to_string(options_.beam_size));
   if (options_.best_of == 0) throw invalid_argument("best_of", "best_of must be at least 1");
   temperatures_ = options_.temperatures();
-  if (regions.empty()) regions.push_back({0, samples_->size()});
-  add_regions(regions);
-  regions_closed_ = true;
 }
 
 inline Transcriber::Transcriber(const tokenizer::WhisperTokenizer& tokenizer,
                                 std::shared_ptr<const std::vector<float>> samples_16k, TranscriptionOptions options,
-                                RegionsToCome)
-    : Transcriber(tokenizer, std::move(samples_16k), std::move(options), {{0, 0}}) {
-  // The delegated constructor checked the options with a placeholder region; none is decoded yet.
-  regions_.clear();
-  in_flight_.clear();
-  ready_.clear();
-  regions_closed_ = false;
+                                std::vector<audio::AudioChunk> regions)
+    : Transcriber(tokenizer, std::move(samples_16k), std::move(options), regions_to_come) {
+  if (regions.empty()) regions.push_back({0, samples_->size()});
+  add_regions(regions);
+  close_regions();
 }
 
 inline void Transcriber::add_regions(std::span<const audio::AudioChunk> regions) {
