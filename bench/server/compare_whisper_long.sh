@@ -145,24 +145,28 @@ print((ms("total") - ms("load")) / 1000)
 PY
 }
 
+# A fresh server for every round: a second upload of the file would find its
+# windows' encoder outputs in the prefix cache of the first (keyed by the
+# samples' hash), which no new file gets. Within a round the sequential and
+# the VAD passes cut the audio into different windows.
 for n in $threads; do
-  "$server" --model "$model" --port $port --threads "$n" --max-num-batched-tokens 8192 \
-    >"$out/izwi-server-$n.log" 2>&1 &
-  izwi_pid=$!
-  for _ in $(seq 120); do curl -sf "127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
-  izwi_once "$fixtures/audio/jfk.wav" "$out/warm.json" >/dev/null
-  izwi_once "$fixtures/audio/jfk.wav" "$out/warm.json" -F chunking_strategy=auto >/dev/null
   for ((r = 1; r <= rounds; r++)); do
+    "$server" --model "$model" --port $port --threads "$n" --max-num-batched-tokens 8192 \
+      >"$out/izwi-server-$n-r$r.log" 2>&1 &
+    izwi_pid=$!
+    for _ in $(seq 120); do curl -sf "127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
+    izwi_once "$fixtures/audio/jfk.wav" "$out/warm.json" >/dev/null
+    izwi_once "$fixtures/audio/jfk.wav" "$out/warm.json" -F chunking_strategy=auto >/dev/null
     wait_for_quiet_machine "$n thread(s), round $r"
     [[ -n "$PAIR_LABEL" ]] && echo "$PAIR_LABEL" >"$out/loaded-$n-r$r.txt"
     echo "== $n thread(s), round $r/$rounds; load before: $(load_1min) ${PAIR_LABEL}" >&2
     izwi_once "$audio" "$out/seq-$n-r$r.json" >"$out/seq-$n-r$r.s"
     izwi_once "$audio" "$out/vad-$n-r$r.json" -F chunking_strategy=auto >"$out/vad-$n-r$r.s"
     wcpp_once "$n" "$out/wcpp-$n-r$r" >"$out/wcpp-$n-r$r.s"
+    kill "$izwi_pid"
+    wait "$izwi_pid" 2>/dev/null || true
+    izwi_pid=
   done
-  kill "$izwi_pid"
-  wait "$izwi_pid" 2>/dev/null || true
-  izwi_pid=
 done
 
 python3 - "$out" "$threads" "$rounds" "$audio_s" "$beam" <<'PY'
