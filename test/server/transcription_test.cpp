@@ -134,16 +134,21 @@ struct FakeEngine {
       if (reverse) std::reverse(jobs.begin(), jobs.end());
       for (const auto& job : jobs) {
         seen.push_back(job);
-        if (job.kind == asr::WindowJob::Kind::language_probe) {
-          t.on_chunk(job.id, probe_chunk(job));
-        } else {
-          for (const auto& c : decode_chunks(job)) t.on_chunk(job.id, c);
-        }
+        answer(t, job);
         while (auto d = t.take_delta()) deltas.push_back(d->text);
       }
     }
     REQUIRE(t.done());
     REQUIRE(t.jobs_in_flight() == 0);
+  }
+
+  /// Every chunk of `job`'s answer, fed to the transcriber.
+  void answer(asr::Transcriber& t, const asr::WindowJob& job) const {
+    if (job.kind == asr::WindowJob::Kind::language_probe) {
+      t.on_chunk(job.id, probe_chunk(job));
+    } else {
+      for (const auto& c : decode_chunks(job)) t.on_chunk(job.id, c);
+    }
   }
 
   std::vector<asr::WindowJob> decodes() const {
@@ -742,13 +747,7 @@ TEST_CASE("Transcriber: regions added as they are planned give the transcription
     // A region arrives every other round, while the earlier ones decode.
     if (round % 2 == 0 && next < regions.size()) t.add_regions(std::span(regions).subspan(next++, 1));
     if (next == regions.size()) t.close_regions();
-    for (const auto& job : t.take_jobs()) {
-      if (job.kind == asr::WindowJob::Kind::language_probe) {
-        t.on_chunk(job.id, fake.probe_chunk(job));
-      } else {
-        for (const auto& c : fake.decode_chunks(job)) t.on_chunk(job.id, c);
-      }
-    }
+    for (const auto& job : t.take_jobs()) fake.answer(t, job);
     while (auto d = t.take_delta()) deltas.push_back(d->text);
   }
   REQUIRE(t.done());

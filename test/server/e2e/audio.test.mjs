@@ -94,6 +94,18 @@ function assertSameTranscription(actual, expected, message) {
               `${message}: segment ${i} avg_logprob ${actual.segments[i].avg_logprob} against ${s.avg_logprob}`));
 }
 
+/** A streamed transcription's answer: 200, well-formed SSE ending in
+ *  transcript.text.done; its events parsed (`deltas`: all but the last). */
+function transcriptStream(r) {
+  assert.equal(r.status, 200, r.text);
+  const {events, problems} = parseSse(r.text);
+  assert.deepEqual(problems, []);
+  const parsed = events.map((e) => JSON.parse(e));
+  const done = parsed.at(-1);
+  assert.equal(done.type, "transcript.text.done");
+  return {done, deltas: parsed.slice(0, -1)};
+}
+
 function upload(fields, {route = "/v1/audio/transcriptions", file = JFK, filename = "jfk.wav", model = WHISPER_ID} = {}) {
   const all = [["file", {filename, data: file}], ...(model ? [["model", model]] : []), ...fields];
   const {body, contentType} = form(all);
@@ -270,15 +282,9 @@ describe("/v1/audio/transcriptions", () => {
       assert.ok(chunked.json.segments[i].start >= chunked.json.segments[i - 1].start, "segments out of audio order");
     // Over one window, Silero's regions reach the transcriber while it
     // decodes (VadPass): streamed deltas, in audio order, are the same text.
-    const streamed = await upload([["chunking_strategy", "auto"], ["stream", "true"]], long);
-    assert.equal(streamed.status, 200, streamed.text);
-    const {events, problems} = parseSse(streamed.text);
-    assert.deepEqual(problems, []);
-    const parsed = events.map((e) => JSON.parse(e));
-    const done = parsed.at(-1);
-    assert.equal(done.type, "transcript.text.done");
+    const {done, deltas} = transcriptStream(await upload([["chunking_strategy", "auto"], ["stream", "true"]], long));
     assert.equal(done.text, chunked.json.text);
-    assert.equal(parsed.filter((e) => e.type === "transcript.text.delta").map((e) => e.delta).join("").trimStart(),
+    assert.equal(deltas.filter((e) => e.type === "transcript.text.delta").map((e) => e.delta).join("").trimStart(),
                  chunked.json.text);
   });
 
@@ -360,14 +366,9 @@ describe("beam_size and best_of (izwi's extensions, named as whisper.cpp's serve
 
     // Streamed, without words: the deltas make up the same text, the done
     // event carries the same segment tokens and the beam's log-probabilities.
-    const streamed = await upload([["stream", "true"], ["response_format", "verbose_json"], ["include[]", "logprobs"], ...beam]);
-    assert.equal(streamed.status, 200, streamed.text);
-    const {events, problems} = parseSse(streamed.text);
-    assert.deepEqual(problems, []);
-    const parsed = events.map((e) => JSON.parse(e));
-    const done = parsed.at(-1);
-    assert.equal(done.type, "transcript.text.done");
-    assert.equal(parsed.slice(0, -1).map((d) => d.delta).join(""), done.text);
+    const {done, deltas} = transcriptStream(
+        await upload([["stream", "true"], ["response_format", "verbose_json"], ["include[]", "logprobs"], ...beam]));
+    assert.equal(deltas.map((d) => d.delta).join(""), done.text);
     assert.equal(done.text, w.text, "streamed = non-streamed; word alignment does not change the beam's text");
     assert.deepEqual(done.segments.map((s) => s.tokens), w.segments.map((s) => s.tokens));
     const textTokens = w.segments.flatMap((s) => s.tokens).filter((t) => t < 50257);
