@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <system_error>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

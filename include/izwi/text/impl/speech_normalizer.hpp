@@ -7,12 +7,14 @@
 // expressions: std::regex is slow and heavy to compile, and every pattern
 // here is a short run of ASCII classes.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace izwi::text {
 namespace detail {
