@@ -9,13 +9,15 @@
 # Three tests, chained by CTest fixtures so `ctest -L fuzz` runs them in order:
 #   <name>.build  builds the fuzzer (custom target <name>; not part of `all`)
 #   <name>.seeds  runs SEEDS_COMMAND with the seed folder appended (if given)
-#   <name>        runs the fuzzer for SECONDS (default 10, to keep the CI run within its budget) over
+#   <name>        runs the fuzzer for SECONDS (default 10, to keep the CI run within its budget;
+#                 -DIZWI_FUZZ_SECONDS=<n> sets every target's, for a longer campaign) over
 #                 <build>/<name>/corpus (new inputs) and <build>/<name>/seeds;
 #                 it passes when no input crashes, leaks, hangs past 10 s or
 #                 exceeds 2 GiB.
 # Without clang++ the tests are left out with a configure message.
 include_guard(GLOBAL)
 
+set(IZWI_FUZZ_SECONDS "" CACHE STRING "Seconds every fuzz test runs (empty: each target's own, a CI smoke run of 6-10 s)")
 find_program(IZWI_FUZZ_CXX NAMES clang++-14 clang++ DOC "clang++ with libFuzzer, for izwi's fuzz tests")
 
 function(izwi_add_fuzz_test)
@@ -35,6 +37,9 @@ function(izwi_add_fuzz_test)
   endif()
   if(NOT ARG_SECONDS)
     set(ARG_SECONDS 10)
+  endif()
+  if(IZWI_FUZZ_SECONDS)
+    set(ARG_SECONDS ${IZWI_FUZZ_SECONDS})
   endif()
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}")

@@ -1,8 +1,8 @@
 // izwi-server soak (issue 11, "Tests"): 32 clients on loopback for a bounded
-// time (IZWI_SOAK_SECONDS, default 45) mixing plain and streamed requests,
+// time (IZWI_SOAK_SECONDS, default 30) mixing plain and streamed requests,
 // aborts mid-stream, clients gone before the first token, pipelining (also
 // followed by a hang-up), half-closed clients and bad inputs, while an admin
-// unloads the model and loads it again every IZWI_SOAK_RELOAD_SECONDS (20).
+// unloads the model and loads it again every IZWI_SOAK_RELOAD_SECONDS (12).
 //
 // It asserts: the server never exits; every request that reached it and whose
 // client waited was answered (no connection closed without a response, no
@@ -22,8 +22,8 @@ import {
   streamRequest, waitForIdleEngine,
 } from "./harness.mjs";
 
-const SECONDS = Number(process.env.IZWI_SOAK_SECONDS || 45);
-const RELOAD_SECONDS = Number(process.env.IZWI_SOAK_RELOAD_SECONDS || 20);
+const SECONDS = Number(process.env.IZWI_SOAK_SECONDS || 30);
+const RELOAD_SECONDS = Number(process.env.IZWI_SOAK_RELOAD_SECONDS || 12);
 const CLIENTS = Number(process.env.IZWI_SOAK_CLIENTS || 32);
 const KEY = "sk-izwi-soak";
 const ADMIN_KEY = "sk-izwi-soak-admin";
