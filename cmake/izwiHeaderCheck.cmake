@@ -29,6 +29,8 @@
 # checked without re-running cmake by hand. Generated files are rewritten only
 # when their content changes, so a re-configure does not recompile them.
 
+include(izwiStdHeaders)
+
 function(izwi_add_header_check)
   file(GLOB_RECURSE headers CONFIGURE_DEPENDS
     RELATIVE ${PROJECT_SOURCE_DIR}/include
@@ -78,30 +80,11 @@ function(izwi_add_header_check)
   list(LENGTH mode_sources mode_count)
   message(STATUS "izwi header check: ${count} public headers separately compiled, "
                  "${mode_count} of them also header-only")
-  izwi_header_std_includes(std_headers "${headers}")
+  izwi_std_headers(std_headers)
   izwi_header_check_target(izwi_header_check "${sources}" "${std_headers}")
   target_compile_definitions(izwi_header_check PRIVATE IZWI_SEPARATE_COMPILATION)
   izwi_header_check_target(izwi_header_check_inline "${mode_sources}" "${std_headers}")
   izwi_add_std_include_check(izwi_header_check)
-endfunction()
-
-# The standard headers (<vector>, <cmath>: no path, no extension) that the
-# public headers and their bodies include, for the check's precompiled header.
-function(izwi_header_std_includes out headers)
-  file(GLOB_RECURSE bodies RELATIVE ${PROJECT_SOURCE_DIR}/include
-       ${PROJECT_SOURCE_DIR}/include/izwi/*/impl/*.hpp)
-  set(std "")
-  foreach(header IN LISTS headers bodies)
-    file(STRINGS ${PROJECT_SOURCE_DIR}/include/${header} lines
-         REGEX "^#[ \t]*include[ \t]*<[a-z_0-9]+>")
-    foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^#[ \t]*include[ \t]*(<[a-z_0-9]+>).*" "\\1" name "${line}")
-      list(APPEND std ${name})
-    endforeach()
-  endforeach()
-  list(REMOVE_DUPLICATES std)
-  list(SORT std)
-  set(${out} ${std} PARENT_SCOPE)
 endfunction()
 
 # scripts/check_std_includes.py over include/, as a step of `target`: a gap
