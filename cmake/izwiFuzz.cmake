@@ -6,6 +6,9 @@
 # directly with clang++ (clang-14 and libclang-rt-14-dev from
 # scripts/setup-debian.sh) with -fsanitize=fuzzer,address,undefined, against
 # izwi's include/ folder; LIBS are plain library names passed as -l<lib>.
+# Without UBSan's vptr check (nothing polymorphic to check in the parsers; see
+# CMakeLists.txt) and with line tables only (what a crash's stack needs):
+# the gguf target's build 19.4 -> 14.9 s.
 # Three tests, chained by CTest fixtures so `ctest -L fuzz` runs them in order:
 #   <name>.build  builds the fuzzer (custom target <name>; not part of `all`)
 #   <name>.seeds  runs SEEDS_COMMAND with the seed folder appended (if given)
@@ -51,8 +54,8 @@ function(izwi_add_fuzz_test)
   endforeach()
 
   add_custom_command(OUTPUT "${binary}"
-    COMMAND "${IZWI_FUZZ_CXX}" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
-            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}/include
+    COMMAND "${IZWI_FUZZ_CXX}" -std=c++20 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined
+            -fno-sanitize=vptr -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}/include
             -MD -MT "${binary}" -MF "${binary}.d" "${source}" -o "${binary}" ${link_flags}
     DEPENDS "${source}"
     DEPFILE "${binary}.d"
