@@ -19,7 +19,7 @@
 #                             those.
 #
 # The standard headers izwi includes are precompiled (one PCH per target):
-# parsing them again for each of ~200 headers was about half of the check's
+# parsing them again for each of ~200 headers was about a third of the check's
 # 620 s of CPU in the cold CI run. So this compile proves izwi's own includes;
 # scripts/check_std_includes.py, run as part of izwi_header_check, proves the
 # standard ones, and more strictly than a compile with one standard library
