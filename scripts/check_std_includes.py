@@ -15,7 +15,7 @@ IZWI_SEPARATE_COMPILATION another header's body is left out, so the includes
 inside an `#if !defined(IZWI_SEPARATE_COMPILATION)` block are not followed from
 outside (the strict reading, as the compiled check's).
 
-Names not in STD_HEADER are not checked (std::size_t and the like come with
+Names not in NAMES_BY_HEADER are not checked (std::size_t and the like come with
 nearly every header; std::move and std::swap with <utility>, which every
 container brings). Add a name when a gap in it is found.
 
@@ -26,136 +26,94 @@ import re
 import sys
 from pathlib import Path
 
-STD_HEADER = {
-    # containers and views
-    "vector": "vector", "array": "array", "deque": "deque", "queue": "queue",
-    "priority_queue": "queue", "map": "map", "multimap": "map", "set": "set",
-    "unordered_map": "unordered_map", "unordered_set": "unordered_set",
-    "span": "span", "string_view": "string_view", "list": "list",
-    "bitset": "bitset", "initializer_list": "initializer_list",
-    # strings and text
-    "string": "string", "to_string": "string", "stoi": "string", "stol": "string",
-    "stoul": "string", "stoull": "string", "stof": "string", "stod": "string",
-    "from_chars": "charconv", "to_chars": "charconv", "chars_format": "charconv",
-    "ostringstream": "sstream", "istringstream": "sstream", "stringstream": "sstream",
-    "ifstream": "fstream", "ofstream": "fstream", "fstream": "fstream",
-    "isspace": "cctype", "isdigit": "cctype", "isalpha": "cctype", "isalnum": "cctype",
-    "tolower": "cctype", "toupper": "cctype", "isxdigit": "cctype",
-    "memcpy": "cstring", "memset": "cstring", "memcmp": "cstring", "memmove": "cstring",
-    "strlen": "cstring", "strerror": "cstring", "strcmp": "cstring", "strncmp": "cstring",
-    "snprintf": "cstdio", "fprintf": "cstdio", "printf": "cstdio", "fopen": "cstdio",
-    "fclose": "cstdio", "fread": "cstdio", "fwrite": "cstdio", "FILE": "cstdio",
-    "fflush": "cstdio", "puts": "cstdio", "fputs": "cstdio",
-    "getenv": "cstdlib", "abort": "cstdlib", "strtol": "cstdlib", "strtoul": "cstdlib",
-    "strtod": "cstdlib", "strtof": "cstdlib", "exit": "cstdlib", "free": "cstdlib",
-    "malloc": "cstdlib", "aligned_alloc": "cstdlib",
-    # memory and utilities
-    "unique_ptr": "memory", "shared_ptr": "memory", "weak_ptr": "memory",
-    "make_unique": "memory", "make_shared": "memory", "enable_shared_from_this": "memory",
-    "allocator": "memory", "addressof": "memory", "destroy_at": "memory",
-    "construct_at": "memory", "uninitialized_copy": "memory",
-    "optional": "optional", "nullopt": "optional", "nullopt_t": "optional",
-    "variant": "variant", "visit": "variant", "holds_alternative": "variant",
-    "get_if": "variant", "monostate": "variant",
-    "tuple": "tuple", "make_tuple": "tuple", "tie": "tuple", "apply": "tuple",
-    "pair": "utility", "make_pair": "utility", "exchange": "utility",
-    "in_place": "utility", "in_place_type": "utility", "index_sequence": "utility",
-    "make_index_sequence": "utility", "integer_sequence": "utility",
-    "function": "functional", "invoke": "functional", "reference_wrapper": "functional",
-    "ref": "functional", "cref": "functional", "bind_front": "functional",
-    # the ordered containers' default Compare is std::less: <map> and <set> declare it
-    "less": ("functional", "map", "set"), "greater": "functional", "equal_to": "functional",
-    "hash": "functional",
+# What each standard header declares, of the names izwi uses (see above for
+# what is left out).
+NAMES_BY_HEADER = {
+    "vector": "vector",
+    "array": "array",
+    "deque": "deque",
+    "queue": "queue priority_queue",
+    "map": "map multimap",
+    "set": "set",
+    "unordered_map": "unordered_map",
+    "unordered_set": "unordered_set",
+    "span": "span",
+    "string_view": "string_view",
+    "list": "list",
+    "bitset": "bitset",
+    "initializer_list": "initializer_list",
+    "string": "string to_string stoi stol stoul stoull stof stod",
+    "charconv": "from_chars to_chars chars_format",
+    "sstream": "ostringstream istringstream stringstream",
+    "fstream": "ifstream ofstream fstream",
+    "cctype": "isspace isdigit isalpha isalnum tolower toupper isxdigit",
+    "cstring": "memcpy memset memcmp memmove strlen strerror strcmp strncmp",
+    "cstdio": "snprintf fprintf printf fopen fclose fread fwrite FILE fflush puts fputs",
+    "cstdlib": "getenv abort strtol strtoul strtod strtof exit free malloc aligned_alloc",
+    "memory": ("unique_ptr shared_ptr weak_ptr make_unique make_shared enable_shared_from_this allocator "
+        "addressof destroy_at construct_at uninitialized_copy"),
+    "optional": "optional nullopt nullopt_t",
+    "variant": "variant visit holds_alternative get_if monostate",
+    "tuple": "tuple make_tuple tie apply",
+    "utility": ("pair make_pair exchange in_place in_place_type index_sequence make_index_sequence "
+        "integer_sequence"),
+    "functional": "function invoke reference_wrapper ref cref bind_front less greater equal_to hash",
     "any": "any",
-    # algorithms and numerics
-    "min": "algorithm", "max": "algorithm", "clamp": "algorithm", "minmax": "algorithm",
-    "sort": "algorithm", "stable_sort": "algorithm", "partial_sort": "algorithm",
-    "nth_element": "algorithm", "find": "algorithm", "find_if": "algorithm",
-    "find_if_not": "algorithm", "count": "algorithm", "count_if": "algorithm",
-    "copy": "algorithm", "copy_n": "algorithm", "copy_if": "algorithm",
-    "fill": "algorithm", "fill_n": "algorithm", "transform": "algorithm",
-    "reverse": "algorithm", "rotate": "algorithm", "unique": "algorithm",
-    "remove_if": "algorithm", "all_of": "algorithm", "any_of": "algorithm",
-    "none_of": "algorithm", "equal": "algorithm", "lower_bound": "algorithm",
-    "upper_bound": "algorithm", "binary_search": "algorithm", "max_element": "algorithm",
-    "min_element": "algorithm", "minmax_element": "algorithm", "mismatch": "algorithm",
-    "search": "algorithm", "lexicographical_compare": "algorithm", "for_each": "algorithm",
-    "generate": "algorithm", "shuffle": "algorithm", "is_sorted": "algorithm",
-    "push_heap": "algorithm", "pop_heap": "algorithm", "make_heap": "algorithm",
-    "accumulate": "numeric", "iota": "numeric", "inner_product": "numeric",
-    "reduce": "numeric", "partial_sum": "numeric", "gcd": "numeric", "lcm": "numeric",
-    "exclusive_scan": "numeric", "inclusive_scan": "numeric", "midpoint": "numeric",
-    "numeric_limits": "limits",
-    "sqrt": "cmath", "exp": "cmath", "log": "cmath", "pow": "cmath", "fabs": "cmath",
-    "floor": "cmath", "ceil": "cmath", "round": "cmath", "lround": "cmath",
-    "llround": "cmath", "isnan": "cmath", "isinf": "cmath", "isfinite": "cmath",
-    "tanh": "cmath", "sin": "cmath", "cos": "cmath", "atan2": "cmath", "log10": "cmath",
-    "log2": "cmath", "exp2": "cmath", "erf": "cmath", "nearbyint": "cmath",
-    "fmod": "cmath", "hypot": "cmath", "log1p": "cmath", "expm1": "cmath",
-    "copysign": "cmath", "trunc": "cmath", "signbit": "cmath", "frexp": "cmath",
-    "ldexp": "cmath", "abs": "cmath",
-    "complex": "complex", "bit_cast": "bit", "popcount": "bit", "countl_zero": "bit",
-    "countr_zero": "bit", "bit_width": "bit", "has_single_bit": "bit",
-    "bit_ceil": "bit", "bit_floor": "bit", "rotl": "bit", "endian": "bit",
-    "mt19937": "random", "mt19937_64": "random", "uniform_real_distribution": "random",
-    "uniform_int_distribution": "random", "normal_distribution": "random",
-    "discrete_distribution": "random", "random_device": "random",
-    "generate_canonical": "random",
-    # iterators, ranges, types
-    "back_inserter": "iterator", "distance": "iterator", "next": "iterator",
-    "prev": "iterator", "advance": "iterator", "istreambuf_iterator": "iterator",
-    "ostreambuf_iterator": "iterator", "make_move_iterator": "iterator",
-    "reverse_iterator": "iterator",
-    "is_same_v": "type_traits", "is_same": "type_traits", "enable_if_t": "type_traits",
-    "remove_cvref_t": "type_traits", "decay_t": "type_traits", "conditional_t": "type_traits",
-    "is_trivially_copyable_v": "type_traits", "is_integral_v": "type_traits",
-    "is_floating_point_v": "type_traits", "integral_constant": "type_traits",
-    "true_type": "type_traits", "false_type": "type_traits", "underlying_type_t": "type_traits",
-    "invoke_result_t": "type_traits", "is_invocable_v": "type_traits",
-    "is_nothrow_move_constructible_v": "type_traits", "remove_reference_t": "type_traits",
-    "is_const_v": "type_traits", "is_enum_v": "type_traits", "add_const_t": "type_traits",
-    "is_constant_evaluated": "type_traits", "is_signed_v": "type_traits",
-    "is_unsigned_v": "type_traits", "make_unsigned_t": "type_traits",
-    "same_as": "concepts", "convertible_to": "concepts", "derived_from": "concepts",
-    "integral": "concepts", "floating_point": "concepts", "invocable": "concepts",
-    "regular_invocable": "concepts", "movable": "concepts", "copyable": "concepts",
-    "default_initializable": "concepts", "destructible": "concepts",
-    "predicate": "concepts", "unsigned_integral": "concepts", "signed_integral": "concepts",
-    "equality_comparable": "concepts", "totally_ordered": "concepts",
-    "constructible_from": "concepts", "move_constructible": "concepts",
-    "semiregular": "concepts", "regular": "concepts", "assignable_from": "concepts",
-    # errors
-    "runtime_error": "stdexcept", "invalid_argument": "stdexcept",
-    "out_of_range": "stdexcept", "logic_error": "stdexcept", "length_error": "stdexcept",
-    "overflow_error": "stdexcept", "range_error": "stdexcept", "domain_error": "stdexcept",
-    "exception": "exception", "exception_ptr": "exception", "current_exception": "exception",
-    "rethrow_exception": "exception", "make_exception_ptr": "exception",
-    "terminate": "exception", "uncaught_exceptions": "exception",
-    "error_code": "system_error", "system_error": "system_error",
-    "system_category": "system_error", "generic_category": "system_error", "errc": "system_error",
-    "bad_alloc": "new", "nothrow": "new", "align_val_t": "new", "launder": "new",
-    "hardware_destructive_interference_size": "new",
-    # threads and time
-    "thread": "thread", "jthread": "thread", "stop_token": "stop_token",
-    "stop_source": "stop_token",
-    "mutex": "mutex", "recursive_mutex": "mutex", "lock_guard": "mutex",
-    "unique_lock": "mutex", "scoped_lock": "mutex", "once_flag": "mutex", "call_once": "mutex",
-    "shared_mutex": "shared_mutex", "shared_lock": "shared_mutex",
-    "condition_variable": "condition_variable", "condition_variable_any": "condition_variable",
-    "atomic": "atomic", "atomic_flag": "atomic", "memory_order_relaxed": "atomic",
-    "memory_order_acquire": "atomic", "memory_order_release": "atomic",
-    "memory_order_acq_rel": "atomic", "memory_order_seq_cst": "atomic",
-    "memory_order": "atomic", "atomic_thread_fence": "atomic",
-    "future": "future", "promise": "future", "async": "future", "packaged_task": "future",
-    "sig_atomic_t": "csignal", "signal": "csignal", "raise": "csignal",
-    "time_t": "ctime", "tm": "ctime", "gmtime_r": "ctime", "strftime": "ctime",
-    "clock": "ctime",
+    "algorithm": ("min max clamp minmax sort stable_sort partial_sort nth_element find find_if find_if_not "
+        "count count_if copy copy_n copy_if fill fill_n transform reverse rotate unique remove_if "
+        "all_of any_of none_of equal lower_bound upper_bound binary_search max_element "
+        "min_element minmax_element mismatch search lexicographical_compare for_each generate "
+        "shuffle is_sorted push_heap pop_heap make_heap"),
+    "numeric": ("accumulate iota inner_product reduce partial_sum gcd lcm exclusive_scan inclusive_scan "
+        "midpoint"),
+    "limits": "numeric_limits",
+    "cmath": ("sqrt exp log pow fabs floor ceil round lround llround isnan isinf isfinite tanh sin cos "
+        "atan2 log10 log2 exp2 erf nearbyint fmod hypot log1p expm1 copysign trunc signbit frexp "
+        "ldexp abs"),
+    "complex": "complex",
+    "bit": ("bit_cast popcount countl_zero countr_zero bit_width has_single_bit bit_ceil bit_floor "
+        "rotl endian"),
+    "random": ("mt19937 mt19937_64 uniform_real_distribution uniform_int_distribution "
+        "normal_distribution discrete_distribution random_device generate_canonical"),
+    "iterator": ("back_inserter distance next prev advance istreambuf_iterator ostreambuf_iterator "
+        "make_move_iterator reverse_iterator"),
+    "type_traits": ("is_same_v is_same enable_if_t remove_cvref_t decay_t conditional_t "
+        "is_trivially_copyable_v is_integral_v is_floating_point_v integral_constant true_type "
+        "false_type underlying_type_t invoke_result_t is_invocable_v "
+        "is_nothrow_move_constructible_v remove_reference_t is_const_v is_enum_v add_const_t "
+        "is_constant_evaluated is_signed_v is_unsigned_v make_unsigned_t"),
+    "concepts": ("same_as convertible_to derived_from integral floating_point invocable regular_invocable "
+        "movable copyable default_initializable destructible predicate unsigned_integral "
+        "signed_integral equality_comparable totally_ordered constructible_from "
+        "move_constructible semiregular regular assignable_from"),
+    "stdexcept": ("runtime_error invalid_argument out_of_range logic_error length_error overflow_error "
+        "range_error domain_error"),
+    "exception": ("exception exception_ptr current_exception rethrow_exception make_exception_ptr terminate "
+        "uncaught_exceptions"),
+    "system_error": "error_code system_error system_category generic_category errc",
+    "new": "bad_alloc nothrow align_val_t launder hardware_destructive_interference_size",
+    "thread": "thread jthread",
+    "stop_token": "stop_token stop_source",
+    "mutex": "mutex recursive_mutex lock_guard unique_lock scoped_lock once_flag call_once",
+    "shared_mutex": "shared_mutex shared_lock",
+    "condition_variable": "condition_variable condition_variable_any",
+    "atomic": ("atomic atomic_flag memory_order_relaxed memory_order_acquire memory_order_release "
+        "memory_order_acq_rel memory_order_seq_cst memory_order atomic_thread_fence"),
+    "future": "future promise async packaged_task",
+    "csignal": "sig_atomic_t signal raise",
+    "ctime": "time_t tm gmtime_r strftime clock",
     "source_location": "source_location",
 }
+# Names another header declares too: any of them will do. The ordered
+# containers' default Compare is std::less, so <map> and <set> declare it.
+ALSO_DECLARED_BY = {"less": ("map", "set")}
+
+STD_HEADER = {name: (header,) + ALSO_DECLARED_BY.get(name, ())
+              for header, names in NAMES_BY_HEADER.items() for name in names.split()}
 # A std:: namespace that names its header wherever it is used.
-STD_NAMESPACE = {"chrono": "chrono", "filesystem": "filesystem", "numbers": "numbers",
-                 "this_thread": "thread", "ranges": None, "views": None, "pmr": None,
-                 "placeholders": "functional"}
+STD_NAMESPACE = {"chrono": ("chrono",), "filesystem": ("filesystem",), "numbers": ("numbers",),
+                 "this_thread": ("thread",), "placeholders": ("functional",),
+                 "ranges": None, "views": None, "pmr": None}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 MODE_BLOCK = re.compile(r'^\s*#\s*(if\s*!\s*defined|ifndef)\s*\(?\s*IZWI_SEPARATE_COMPILATION')
@@ -197,18 +155,15 @@ class Header:
             elif "/" not in name and "." not in name:
                 self.std.add(name)
         code = COMMENT_OR_STRING.sub(blank, text)
-        self.uses = []                # (line, name, header)
+        self.uses = []                # (line, name, the headers that declare it)
         for number, line in enumerate(code.splitlines(), 1):
             if line.lstrip().startswith("#"):
                 continue
             for m in STD_USE.finditer(line):
                 name = m.group(1)
-                if name in STD_NAMESPACE:
-                    header = STD_NAMESPACE[name]
-                else:
-                    header = STD_HEADER.get(name)
-                if header:
-                    self.uses.append((number, name, header))
+                declared_by = STD_NAMESPACE[name] if name in STD_NAMESPACE else STD_HEADER.get(name)
+                if declared_by:
+                    self.uses.append((number, name, declared_by))
 
 
 def main(argv):
@@ -248,11 +203,10 @@ def main(argv):
             visible |= reachable(includer)
             includer = includer_of.get(includer)
         reported = set()
-        for line, name, header in h.uses:
-            choices = (header,) if isinstance(header, str) else header
-            if visible.isdisjoint(choices) and name not in reported:
+        for line, name, declared_by in h.uses:
+            if visible.isdisjoint(declared_by) and name not in reported:
                 reported.add(name)
-                wanted = " or ".join(f"<{c}>" for c in choices)
+                wanted = " or ".join(f"<{c}>" for c in declared_by)
                 gaps.append(f"{root / rel}:{line}: std::{name} needs {wanted}")
     for gap in gaps:
         print(gap)
