@@ -63,13 +63,6 @@ set_target_properties(izwi_server_http_compiled PROPERTIES EXPORT_NAME server_ht
 if(IZWI_SANITIZE)
   target_compile_options(izwi_server_http_compiled PRIVATE -O0)
 endif()
-# Nor does UBSan check its pointer alignment (IZWI_UBSAN_HTTP_OPTIONS, from
-# CMakeLists.txt): the unit is Asio and Beast instantiated, and that check,
-# on every load through a typed pointer there, was another fifth of its
-# compile (83 -> 64 s). The HTTP layer reads no binary data through typed
-# pointers: it parses text and hands bytes to izwi::audio's decoder and the
-# model loaders, which keep every check.
-target_compile_options(izwi_server_http_compiled PRIVATE ${IZWI_UBSAN_HTTP_OPTIONS})
 
 add_library(izwi_server_compiled STATIC ${PROJECT_SOURCE_DIR}/src/izwi_server.cpp)
 add_library(izwi::server_compiled ALIAS izwi_server_compiled)

@@ -26,7 +26,7 @@ target_link_libraries(izwi_kernels PUBLIC Threads::Threads)
 # Under a sanitizer -O1, as the rest of izwi there (scripts/test.sh): the
 # instrumented kernels are for finding memory errors on the tests' small
 # shapes, and -O2 doubled their compile (ASan+UBSan, the baseline variant
-# alone: 58 s at -O2, 31 s at -O1).
+# alone, idle: 50 s at -O2, 30 s at -O1).
 if(IZWI_SANITIZE)
   target_compile_options(izwi_kernels PRIVATE -O1 -fsanitize=${IZWI_SANITIZE} -fno-omit-frame-pointer)
 else()
