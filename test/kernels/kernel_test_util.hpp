@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "izwi/core/half.hpp"
@@ -26,6 +27,27 @@ namespace izwi::kernel_test {
 /// chosen path reaching an instruction that CPU lacks, and every variant is
 /// already checked natively, at a fraction of qemu's cost.
 inline bool active_variant_only() { return std::getenv("IZWI_TEST_ACTIVE_VARIANT_ONLY") != nullptr; }
+
+/// Whether this executable runs under AddressSanitizer or ThreadSanitizer
+/// (scripts/test.sh's asan and tsan configurations), where the kernels are
+/// instrumented at -O1 and their register blocks live in checked memory:
+/// the largest shapes run about 50 times slower than in Release.
+inline constexpr bool sanitized_build =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
+/// Whether a test's largest shape runs for `kernels`: every variant in an
+/// uninstrumented build (the Release configuration checks them all), only
+/// the active one under a sanitizer (its memory errors are the point there,
+/// and the shape's blocking code is the variants' shared template), none
+/// with IZWI_TEST_ACTIVE_VARIANT_ONLY (emulated CPUs).
+inline bool runs_largest_shape(const kernels::cpu::KernelTable& kernels) {
+  if (active_variant_only()) return false;
+  return !sanitized_build || std::string_view(kernels.name) == kernels::cpu::active_kernels().name;
+}
 
 template <class Check>
 void for_each_variant(Check&& check) {
