@@ -14,6 +14,7 @@
 #include "izwi/kernels/cpu/detail/matmul_amx_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_q8_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
+#include "izwi/kernels/cpu/detail/tile_prefetch.hpp"
 
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
@@ -76,23 +77,9 @@ inline void widen_row(const WeightMatrix& w, std::size_t r, float* out) noexcept
 
 // ---------------------------------------------------------------- GEMV ----
 
-/// The tile reads its C weight rows side by side: C short streams (2 KB for
-/// 1024 f16 values) that the hardware prefetchers pick up late, so it
-/// prefetches the next tile's rows as it goes. How:
-/// - `linear` (tiles of at most linear_prefetch_max_bytes): the next tile's
-///   rows follow these in memory, and are prefetched as one ascending stream,
-///   a cache line for each cache line read, one tile ahead. On a Zen 3 core
-///   a read-only model of the loop reached 24-25 GB/s at 2 threads with the
-///   C per-row streams below and 28-31 GB/s with this, that of one
-///   sequential stream; izwi's F16 GEMV at k = 1024 gained 5-20%.
-/// - else per row, the same offset of each of the next tile's rows: with
-///   rows of 6 KB (k = 3072) a whole tile ahead is 24 KB, about L1, and the
-///   linear stream lost 15-25% there.
-/// Past the matrix's last row it prefetches the tile's own rows again.
-inline constexpr std::size_t linear_prefetch_max_bytes = 8192;
-
-/// R activation rows times C weight rows (output columns n .. n+C-1), dense weights.
-template <class Arch, DType D, std::size_t R, std::size_t C, bool Linear>
+/// R activation rows times C weight rows (output columns n .. n+C-1), dense
+/// weights; `Ascending`: how it prefetches the next tile (tile_prefetch.hpp).
+template <class Arch, DType D, std::size_t R, std::size_t C, bool Ascending>
 inline void gemv_tile_dense(const float* x, std::size_t ldx, const WeightMatrix& w, std::size_t n, float* y,
                             std::size_t ldy) noexcept {
   using S = Simd<Arch>;
@@ -104,25 +91,14 @@ inline void gemv_tile_dense(const float* x, std::size_t ldx, const WeightMatrix&
   const std::byte* next[C];
   for (std::size_t c = 0; c < C; ++c) rows[c] = w.row(n + c);
   for (std::size_t c = 0; c < C; ++c) next[c] = n + C + c < w.rows ? w.row(n + C + c) : rows[c];
-  // Linear: `step_bytes` read per step of the loop below, as many prefetched.
-  constexpr std::size_t step_bytes = C * L * elem_bytes;
-  constexpr std::size_t prefetches = (step_bytes + 63) / 64;
-  const std::size_t ahead_bytes = n + C < w.rows ? std::min(C, w.rows - n - C) * w.row_bytes() : 0;
-  std::size_t ahead_at = 0;
+  const AscendingPrefetch<C * L * elem_bytes> ahead(w, n, C, C);
   vec acc[R][C];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t c = 0; c < C; ++c) acc[r][c] = S::zero();
   std::size_t i = 0;
   for (; i + L <= k; i += L) {
-    if constexpr (Linear) {
-      for (std::size_t p = 0; p < prefetches; ++p) {
-        const std::size_t at = ahead_at + 64 * p;
-        __builtin_prefetch(at < ahead_bytes ? next[0] + at : rows[0]);
-      }
-      ahead_at += step_bytes;
-    } else {
-      for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + i * elem_bytes);
-    }
+    if constexpr (Ascending) ahead.step(i / L);
+    else for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + i * elem_bytes);
     vec wv[C];
     for (std::size_t c = 0; c < C; ++c) wv[c] = load_weights<Arch, D>(rows[c], i);
     for (std::size_t r = 0; r < R; ++r) {
@@ -141,7 +117,7 @@ inline void gemv_tile_dense(const float* x, std::size_t ldx, const WeightMatrix&
 template <class Arch, DType D, std::size_t R, std::size_t C>
 inline void gemv_tile_dense(const float* x, std::size_t ldx, const WeightMatrix& w, std::size_t n, float* y,
                             std::size_t ldy) noexcept {
-  if (C * w.row_bytes() <= linear_prefetch_max_bytes) gemv_tile_dense<Arch, D, R, C, true>(x, ldx, w, n, y, ldy);
+  if (tile_prefetch_ascending(w, C)) gemv_tile_dense<Arch, D, R, C, true>(x, ldx, w, n, y, ldy);
   else gemv_tile_dense<Arch, D, R, C, false>(x, ldx, w, n, y, ldy);
 }
 

@@ -51,6 +51,7 @@
 
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
+#include "izwi/kernels/cpu/detail/tile_prefetch.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -321,12 +322,16 @@ inline void q8_tile_avx2(const QuantizedRows& xq, std::size_t r0, const WeightMa
   const std::byte* rows[C];
   const std::byte* next[C];
   q8_tile_weight_rows(w, n, cols, prefetch, rows, next);
+  // The next tile's rows (tile_prefetch.hpp): ascending, or per row (`next`).
+  const bool ascending = prefetch && tile_prefetch_ascending(w, C);
+  const AscendingPrefetch<C * q8_0_block_bytes> ahead(w, n, cols, C);
   __m256d acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
   const std::size_t step = xq.m;  // rows r0.. of block b at xq.at(r0, b) = at (no multiply per block)
   for (std::size_t b = 0, at = r0; b < blocks; ++b, at += step) {
     const std::size_t offset = b * q8_0_block_bytes;
-    for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
+    if (ascending) ahead.step(b);
+    else for (std::size_t c = 0; c < C; ++c) __builtin_prefetch(next[c] + offset);
     __m256i weights[4], unsigned_w[4];
     std::uint16_t scale_bits[4];
     for (std::size_t c = 0; c < C; ++c) {
