@@ -32,12 +32,18 @@ inline bool active_variant_only() { return std::getenv("IZWI_TEST_ACTIVE_VARIANT
 /// (scripts/test.sh's asan and tsan configurations), where the kernels are
 /// instrumented at -O1 and their register blocks live in checked memory:
 /// the largest shapes run about 50 times slower than in Release.
+#if defined(__has_feature)
+#define IZWI_TEST_HAS_SANITIZER_FEATURE (__has_feature(address_sanitizer) || __has_feature(thread_sanitizer))
+#else
+#define IZWI_TEST_HAS_SANITIZER_FEATURE 0
+#endif
 inline constexpr bool sanitized_build =
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || IZWI_TEST_HAS_SANITIZER_FEATURE  // GCC, Clang
     true;
 #else
     false;
 #endif
+#undef IZWI_TEST_HAS_SANITIZER_FEATURE
 
 /// Whether a test's largest shape runs for `kernels`: every variant in an
 /// uninstrumented build (the Release configuration checks them all), only

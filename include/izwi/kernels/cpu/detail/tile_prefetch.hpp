@@ -8,14 +8,15 @@
 // tile_prefetch_ascending_max_bytes prefetches them as one ascending stream, a
 // cache line for every cache line it reads, one tile ahead; a larger tile
 // prefetches the same offset of each of the next rows, as it reads its own.
-// Measured on the 2-vCPU AMD EPYC (two SMT siblings of one Zen 3 core): a
-// read-only model of the dense loop read 4 side-by-side rows at 22-25 GB/s
-// with 2 threads, one sequential buffer at 28-35, and the side-by-side rows
-// with the ascending prefetch at 28-31; batch-1 decode gained 13-17% in F16
-// and Q8_0 (docs/benchmarks.md). With rows of k = 3072 in F16 (24 KiB
-// tiles, about the L1) the ascending stream lost 15-25% in the kernel
-// benchmark: those keep the per-row prefetch. Prefetches change no
-// arithmetic.
+// On the 2-vCPU AMD EPYC (two SMT siblings of one Zen 3 core), as
+// indications from a machine at a load of 0.5-1.3: a read-only model of the
+// dense loop read 4 side-by-side rows at 22-25 GB/s with 2 threads, one
+// sequential buffer at 28-35, and the side-by-side rows with the ascending
+// prefetch at 28-31; with rows of k = 3072 in F16 (24 KiB tiles, about the
+// L1) the ascending stream lost 15-25% in the kernel benchmark, so those
+// keep the per-row prefetch. Idle, beside llama.cpp, batch-1 decode at 2
+// threads went from 0.88-0.98x to 1.16x in F16 and from 1.12x to 1.45x in
+// Q8_0 (docs/benchmarks.md). Prefetches change no arithmetic.
 
 #include <algorithm>
 #include <cstddef>
