@@ -166,7 +166,9 @@ class NotifyingChannel final : public StreamChannel {
   }
 
   void close() {
-    StreamChannel::close([this] {
+    // [&], not [this]: with an empty notifier the body names no member, and
+    // Clang warns about an unused explicit capture.
+    StreamChannel::close([&] {
       if constexpr (!std::is_empty_v<N>) notifier_.reset();
     });
   }

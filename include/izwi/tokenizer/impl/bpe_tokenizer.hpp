@@ -333,7 +333,10 @@ inline void BpeTokenizer::install_merges(const boost::json::array& merges) {
   merge_rules_.reserve(merges.size());
   std::string joined;
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto [left, right] = detail::read_merge(source_, merges[rank], rank);
+    // Plain names rather than a structured binding: the lambda below uses
+    // them, and Clang before 16 cannot capture a binding.
+    const std::pair<std::string_view, std::string_view> merge = detail::read_merge(source_, merges[rank], rank);
+    const std::string_view left = merge.first, right = merge.second;
     const auto id_of = [&](std::string_view s) {
       const TokenId id = find_vocab(s);
       if (id < 0)
