@@ -52,9 +52,10 @@ if(IZWI_KERNELS_X86_VARIANTS)
   set_source_files_properties(src/kernels/cpu/avx2.cpp PROPERTIES
     COMPILE_OPTIONS "${variant_common};-mavx2;-mfma;-mf16c")
   set_source_files_properties(src/kernels/cpu/avx512.cpp PROPERTIES
-    COMPILE_OPTIONS "${variant_common};-mavx512f;-mavx512cd;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c;-Wno-maybe-uninitialized;-Wno-uninitialized")
+    COMPILE_OPTIONS "${variant_common};-mavx512f;-mavx512cd;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>;-Wno-uninitialized")
   # GCC 12's avx512fintrin.h builds _mm512_undefined_ps() as `__m512 __Y = __Y;`,
-  # which -Wall reports wherever xsimd inlines an AVX-512 intrinsic (hence the -Wno above).
+  # which -Wall reports wherever xsimd inlines an AVX-512 intrinsic (hence the
+  # -Wno above; Clang has no -Wmaybe-uninitialized and warns about the name).
   target_sources(izwi_kernels PRIVATE src/kernels/cpu/avx2.cpp)
   if(IZWI_KERNELS_AVX512)
     target_sources(izwi_kernels PRIVATE src/kernels/cpu/avx512.cpp)
