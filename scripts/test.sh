@@ -163,9 +163,8 @@ run_config() {
   # A build directory configured with another compiler starts over: CMake
   # would delete its cache itself, and with it options given here (it then
   # configured the defaults: AVX-512 kernels, every test executable).
-  if [[ "$name" != main && -n "$sanitizer_cxx" && -f "$dir/CMakeCache.txt" ]] &&
-     ! grep -qxF "CMAKE_CXX_COMPILER:FILEPATH=$sanitizer_cxx" "$dir/CMakeCache.txt" &&
-     ! grep -qxF "CMAKE_CXX_COMPILER:STRING=$sanitizer_cxx" "$dir/CMakeCache.txt"; then
+  if [[ "$name" != main && -n "$sanitizer_cxx" && -f "$dir/CMakeCache.txt" &&
+        "$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")" != "$sanitizer_cxx" ]]; then
     echo "$name: $dir was configured with another compiler; starting it over with $sanitizer_cxx"
     rm -rf "$dir"
   fi
