@@ -6,8 +6,9 @@
 #
 # Configurations, each in its own build directory under $IZWI_BUILD_ROOT (default build-test/):
 #   main   Release. Builds the programs (izwi-server, tools, examples), the header
-#          self-containment check and the benchmarks (compiled at -O0: only
-#          whether they compile is tested; bench scripts build them optimised).
+#          self-containment check and the benchmarks (-fsyntax-only, not
+#          linked: only whether they compile is tested; bench scripts build
+#          them optimised).
 #          Tests: when asan runs too, only the tests asan leaves out (labels
 #          below) and those labelled `release` (the CPU kernels, whose subject
 #          is the optimised code); every other test runs once, in asan, which
