@@ -269,9 +269,10 @@ struct BatchedShape {
   /// (4 x 6 measured no faster, and GCC spilled larger blocks); AVX2 3 x 4:
   /// 12 accumulators + 3 activation vectors + 1 widened weight vector, all
   /// 16 registers. 3 x 4 against 2 x 4 on the AVX2-only EPYC, idle, kernel
-  /// benchmark, 3072 x 1024, 1 thread, two alternated runs: F16 m = 4 / 8 /
-  /// 16 in 0.62, 0.56 / 0.89, 0.81 / 1.53, 1.44 ms against 0.73 / 1.21 /
-  /// 2.15, 2.13; BF16 m = 16 1.64, 1.63 against 2.54, 1.98.
+  /// benchmark, 3072 x 1024, 1 thread, medians of 3 alternated runs: BF16
+  /// m = 4 / 8 / 16 in 0.63 / 1.01 / 1.78 ms against 0.67 / 1.10 / 1.99;
+  /// F16 0.59 / 0.92 / 1.70 against 0.62 / 0.95 / 1.54 (m = 16 level
+  /// within the runs' spread, 1.45-1.85 against 1.51-1.69).
   static constexpr std::size_t rows = Simd<Arch>::avx512 || scalar ? 4 : 3;
   static constexpr std::size_t cols = 4;
   /// Q8_0 rows from which the widened-tile path is taken, and the depth of
