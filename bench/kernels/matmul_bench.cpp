@@ -107,6 +107,8 @@ void batched_decode_args(benchmark::internal::Benchmark* b) {
   for (int dtype : {1, 2, 3})
     for (int m : {2, 4, 8, 16})
       for (int threads : {1, 2}) b->Args({dtype, 3072, 1024, m, threads});
+  for (int threads : {1, 2})  // Q8_0 at 12 rows, where AVX2 leaves the integer path for the widened tiles
+    b->Args({3, 3072, 1024, 12, threads});
   for (int dtype : {1, 2})  // down_proj's shape, at the 16 sequences of the batched-decode goal
     for (int threads : {1, 2}) b->Args({dtype, 1024, 3072, 16, threads});
 }

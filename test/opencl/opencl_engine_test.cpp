@@ -160,15 +160,15 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
     const bool cpu_rounds_bf16 = type == "bf16" && kernels::cpu::active_kernels().bf16_amx_min_rows != 0;
     if (type == "q8_0" || cpu_rounds_bf16) {
       // The CPU's Q8_0 matmuls of few rows (KernelTable::q8_0_quantized_max_rows:
-      // AVX-512 with VNNI and AVX2 up to 16, so there every step here, chunks of 16
-      // tokens) quantize the activations to 8-bit blocks for integer dot
-      // products, as llama.cpp's CPU backend does, and its BF16 ones on AMX
-      // round them to bf16; the GPU widens the weights and keeps f32
-      // activations. Two different roundings, so the greedy ids of random
-      // weights part after some tokens and the logits after that are of
-      // different texts: compare the first step (measured 2.3% relative for
-      // Q8_0 under AVX2, about 0.4% per matmul over 4 layers; 0.8% for BF16
-      // on AMX) and each request's first token.
+      // 16 on AVX-512 with VNNI, 11 on AVX2) quantize the activations to 8-bit
+      // blocks for integer dot products, as llama.cpp's CPU backend does, and
+      // its BF16 ones on AMX round them to bf16; the GPU widens the weights
+      // and keeps f32 activations. Two different roundings, so the greedy ids
+      // of random weights part after some tokens and the logits after that
+      // are of different texts: compare the first step (measured 2.3%
+      // relative for Q8_0 when AVX2 quantized up to 16 rows, about 0.4% per
+      // matmul over 4 layers; 0.8% for BF16 on AMX) and each request's first
+      // token.
       CHECK(run.first <= 5e-2);
       for (std::size_t i = 0; i < requests.size(); ++i) {
         REQUIRE(!run.cpu_tokens[i].empty());

@@ -15,11 +15,11 @@
 //   range of weight rows from memory exactly once, widening them in
 //   registers; bound by memory bandwidth. One row (decode) runs over four
 //   weight rows at a time; 2 to 16 rows (batched decode) go in register
-//   blocks of 4 activation rows x 4 weight rows (AVX-512), so each widened
-//   weight vector feeds 4 FMAs and each activation vector 4, and the weight
-//   rows of a block are read again from L1 by the next 4 rows. Q8_0 weights
-//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512 with VNNI
-//   and AVX2: 16, AVX-512 without VNNI: 1, SSE2: 11) instead meet activations
+//   blocks of 4 activation rows x 4 weight rows (AVX-512; 3 x 4 on AVX2), so
+//   each widened weight vector feeds 4 FMAs and each activation vector 4, and
+//   the weight rows of a block are read again from L1 by the next rows. Q8_0 weights
+//   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512 with VNNI:
+//   16, AVX2 and SSE2: 11, AVX-512 without VNNI: 1) instead meet activations
 //   quantized once per call to Q8_0-style blocks
 //   (d = max|x| / 127, int8 values) in integer dot products (AVX-512 VNNI,
 //   AVX2), one float scale per 32 values, as llama.cpp's CPU backend: an

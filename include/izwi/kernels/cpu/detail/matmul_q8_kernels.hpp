@@ -68,29 +68,37 @@ inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx5
 /// Most activation rows for which the variant takes this path; with more,
 /// matmul widens the weights with F32 activations (matmul_kernels.hpp).
 /// Measured with weights in L2 (compute bound, 1 thread; indications from a
-/// loaded machine): AVX-512 with VNNI's 512-bit tiles against the 16-lane
-/// FMA blocks, 512 x 1024: ahead from 2 to 8 rows (m = 2 24-46 vs 62-83
-/// us), level at 16 (180-335 vs 168-366), so every GEMV row count (a
-/// request's bits then do not change between 1 and 16 rows). AVX-512
-/// without VNNI keeps the 256-bit tile, which lost from 2 rows to the FMA
-/// blocks (the per-block int32 reduction and scaling cost more than its
-/// integer products save: m = 4 15.6 vs 19.4 us, m = 16 56 vs 81 us for 256
-/// x 1024), while one row gains 37.6 -> 44.8 GB/s; AVX2
-/// gains at every m (1: 28 -> 41 GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9); the
-/// generic loop gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 -> 2.1) and
-/// loses at 16 (0.90 -> 0.38) to the widened tiles taken from 12.
+/// loaded machine): AVX-512 with VNNI's 512-bit tiles against the 16-lane FMA
+/// blocks, 512 x 1024: ahead from 2 to 8 rows (m = 2 24-46 vs 62-83 us), level
+/// at 16 (180-335 vs 168-366), so every GEMV row count (a request's bits then
+/// do not change between 1 and 16 rows). AVX-512 without VNNI keeps the 256-bit
+/// tile, which lost from 2 rows to the FMA blocks (the per-block int32
+/// reduction and scaling cost more than its integer products save: m = 4 15.6
+/// vs 19.4 us, m = 16 56 vs 81 us for 256 x 1024), while one row gains 37.6 ->
+/// 44.8 GB/s; AVX2 gained at every m against the 2 x 4 FMA blocks (1: 28 -> 41
+/// GB/s, 4: 7.4 -> 12, 16: 2.6 -> 2.9), but from 12 rows it loses to the
+/// widened tiles with the 3 x 4 blocks (AVX2-only EPYC, idle, weights from
+/// memory, 3072 x 1024, alternated runs: m = 16 1.61-1.83 ms against 1.90-2.27
+/// at 1 thread, 0.88-1.34 against 0.98-1.72 at 2; m = 12 1.29-1.31 against
+/// 1.42-1.71, 0.65-0.76 against 0.85-0.88; end to end, batched decode of 16
+/// sequences of the 0.6B shape, 1 thread, 44.1-47.3 tokens/s against 36.9-41.8,
+/// at 2 threads level within the rounds' spread), so it stops at 11 as the
+/// generic loop does, which gains up to about 8 rows (1: 3.9 -> 7.9, 4: 1.3 ->
+/// 2.1) and loses at 16 (0.90 -> 0.38) to the same tiles.
 template <class Arch, Int8Dot Dot>
-inline constexpr std::size_t q8_quantized_max_rows = Simd<Arch>::avx512 ? (Dot == Int8Dot::vnni ? gemv_max_rows : 1)
-                                                     : Dot == Int8Dot::avx2 ? gemv_max_rows
-                                                                            : 11;
+inline constexpr std::size_t q8_quantized_max_rows =
+    Simd<Arch>::avx512 ? (Dot == Int8Dot::vnni ? gemv_max_rows : 1) : 11;
 
 /// Whether matmul_group_batch_invariant takes this path for Q8_0 weights,
-/// at every m (so a row's bits never depend on m): where it is the faster
-/// path at every GEMV row count (AVX2, AVX-512 with VNNI). A row's result
+/// at every m (so a row's bits never depend on m): where its integer dot
+/// products beat the batch-invariant alternative, the register blocks over
+/// weights widened in registers (AVX-512 with VNNI; AVX2, which matmul()
+/// sends to the widened tiles from 12 rows, tiles that the batch-invariant
+/// path may not take when k exceeds one tile depth). A row's result
 /// here does not depend on the other rows or m by construction (each row is
 /// quantized and summed alone, in block order).
 template <class Arch, Int8Dot Dot>
-inline constexpr bool q8_batch_invariant_quantized = Dot != Int8Dot::generic && q8_quantized_max_rows<Arch, Dot> == gemv_max_rows;
+inline constexpr bool q8_batch_invariant_quantized = Dot == Int8Dot::vnni || (Dot == Int8Dot::avx2 && !Simd<Arch>::avx512);
 
 /// Activation rows quantized to Q8_0-style blocks (step 1 above), block by
 /// block: block b of rows 0..m-1 lie side by side, so that the blocks of
