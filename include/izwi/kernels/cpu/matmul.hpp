@@ -16,8 +16,9 @@
 //   registers; bound by memory bandwidth. One row (decode) runs over four
 //   weight rows at a time; 2 to 16 rows (batched decode) go in register
 //   blocks of 4 activation rows x 4 weight rows (AVX-512; 3 x 4 on AVX2), so
-//   each widened weight vector feeds 4 FMAs and each activation vector 4, and
-//   the weight rows of a block are read again from L1 by the next rows. Q8_0 weights
+//   each widened weight vector feeds one FMA per row of the block and each
+//   activation vector 4, and the weight rows of a block are read again from
+//   L1 by the next rows. Q8_0 weights
 //   with up to KernelTable::q8_0_quantized_max_rows rows (AVX-512 with VNNI:
 //   16, AVX2 and SSE2: 11, AVX-512 without VNNI: 1) instead meet activations
 //   quantized once per call to Q8_0-style blocks
