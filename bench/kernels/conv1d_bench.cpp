@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "izwi/kernels/cpu/conv1d.hpp"

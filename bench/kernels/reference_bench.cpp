@@ -19,7 +19,11 @@ using S = kd::Simd<kd::KernelArch>;
 
 void BM_fma_peak(benchmark::State& state) {
   izwi::detail::ThreadPool pool(static_cast<std::size_t>(state.range(0)));
-  constexpr std::size_t chains = 16, steps = 1 << 16;
+  // Enough independent chains to cover the FMA latency on two pipes, few
+  // enough to stay in registers with the two operands: 16 chains spilled on
+  // AVX2's 16 ymm registers and read 57 GFLOP/s, below what the GEMM reaches;
+  // 12 read 96-100 on the same AVX2-only EPYC (2026-12-07).
+  constexpr std::size_t chains = S::avx512 ? 16 : 12, steps = 1 << 16;
   std::vector<float> sink(pool.size() * 64);
   for (auto _ : state) {
     pool.parallel_for(pool.size(), [&](std::size_t task, std::size_t) {
