@@ -20,9 +20,11 @@ using S = kd::Simd<kd::KernelArch>;
 void BM_fma_peak(benchmark::State& state) {
   izwi::detail::ThreadPool pool(static_cast<std::size_t>(state.range(0)));
   // Enough independent chains to cover the FMA latency on two pipes, few
-  // enough to stay in registers with the two operands: 16 chains spilled on
-  // AVX2's 16 ymm registers and read 57 GFLOP/s, below what the GEMM reaches;
-  // 12 read 96-100 on the same AVX2-only EPYC (2026-12-07).
+  // enough to stay in registers with the two operands. On AVX2's 16 ymm
+  // registers 16 chains kept three on the stack (a store and a load around
+  // each of their FMAs) and read 55-57 GFLOP/s per CPU-second, below what the
+  // GEMM itself reaches; 12 read 94-101 (AVX2-only EPYC, 2026-12-07, load
+  // below 0.3 before each of two runs).
   constexpr std::size_t chains = S::avx512 ? 16 : 12, steps = 1 << 16;
   std::vector<float> sink(pool.size() * 64);
   for (auto _ : state) {

@@ -512,9 +512,9 @@ struct GemmShape {
   static constexpr std::size_t nr_vectors = nr / lanes;
   /// Activation rows per micro-kernel: MR x 2 accumulators + 2 weight vectors
   /// + 1 broadcast fit the register file (32 zmm for AVX-512, 16 ymm for AVX2:
-  /// 6 rows, 12 independent FMA chains, measured 15-25% faster than 4 on the
-  /// codec's convolutions at 1 thread; docs/kernels.md). SSE2, with no FMA,
-  /// keeps 4 (not measured at 6).
+  /// 6 rows, 12 independent FMA chains, measured 13-27% faster than 4 on
+  /// three of the codec's four convolution stages at 1 thread;
+  /// docs/kernels.md). SSE2, with no FMA, keeps 4 (not measured at 6).
   static constexpr std::size_t mr = Simd<Arch>::avx512 ? 8 : Simd<Arch>::avx2 ? 6 : 4;
   /// Output columns per task (one packed panel).
   static constexpr std::size_t nc = 64 >= nr ? 64 / nr * nr : nr;
