@@ -36,18 +36,19 @@ bool quantizes_activations(const KernelTable& kernels, DType dtype, std::size_t 
   return dtype == DType::q8_0 && m <= kernels.q8_0_quantized_max_rows;
 }
 
-/// Whether matmul rounds the activations to bf16 and multiplies on AMX tiles
-/// (detail/matmul_amx_kernels.hpp) for these weights and rows.
+/// Whether matmul rounds the activations to bf16 and multiplies bf16 pairs,
+/// on AMX tiles or with vdpbf16ps (detail/matmul_amx_kernels.hpp,
+/// detail/matmul_bf16_dot_kernels.hpp), for these weights and rows.
 bool rounds_activations_to_bf16(const KernelTable& kernels, DType dtype, std::size_t m) {
-  return dtype == DType::bf16 && kernels.bf16_amx_min_rows != 0 && m >= kernels.bf16_amx_min_rows;
+  return dtype == DType::bf16 && kernels.bf16_rounded_min_rows != 0 && m >= kernels.bf16_rounded_min_rows;
 }
 
-/// The AMX path's documented bound against the exact product: each
+/// The AMX and vdpbf16ps paths' documented bound against the exact product: each
 /// activation moves by at most half a bf16 step, 2^-9 of its magnitude, so
 /// 2^-8 * sum |x w| holds with room.
 double bf16_rounding_bound(double magnitude) { return 0x1p-8 * magnitude; }
 
-/// x rounded to bf16 as the AMX path rounds it (to nearest even).
+/// x rounded to bf16 as the AMX and vdpbf16ps paths round it (to nearest even).
 double bf16_rounded(float x) { return double(bf16_to_f32(f32_to_bf16(x))); }
 
 /// One activation block quantized as the integer path documents it.
@@ -532,6 +533,25 @@ bool cpu_has_amx_bf16() {
 #endif
 }
 
+/// AVX512_BF16 (leaf 7.1, EAX bit 5) with AVX512_VNNI (leaf 7.0, ECX bit 11)
+/// on a CPU without AMX-TILE (leaf 7.0, EDX bit 24): where the dispatcher's
+/// "avx512" table multiplies BF16 with vdpbf16ps.
+bool cpu_has_avx512_bf16_without_amx() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool vnni = ecx & (1u << 11), amx_tile = edx & (1u << 24);
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return vnni && !amx_tile && (eax & (1u << 5));
+#else
+  return false;
+#endif
+}
+
+bool names_extension(const KernelTable& kernels, std::string_view extension) {
+  return std::string_view(kernels.extensions).find(extension) != std::string_view::npos;
+}
+
 }  // namespace
 
 TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in any batch of 4 or more, NaN activations",
@@ -539,11 +559,11 @@ TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in a
   // Only "avx512" may round BF16 activations; "avx512bw" keeps the widening
   // path on the same CPU, so the every-variant tests above cover both.
   kernel_test::for_each_variant([&](const KernelTable& kernels) {
-    if (std::string_view(kernels.name) != "avx512") REQUIRE(kernels.bf16_amx_min_rows == 0);
-    else REQUIRE((kernels.bf16_amx_min_rows == 0 || kernels.bf16_amx_min_rows >= kernels::cpu::batched_min_rows));
-    // The logs and /metrics name AMX exactly where the table uses it.
-    CHECK((std::string_view(kernels.extensions).find("amx-bf16") != std::string_view::npos) ==
-          (kernels.bf16_amx_min_rows != 0));
+    if (std::string_view(kernels.name) != "avx512") REQUIRE(kernels.bf16_rounded_min_rows == 0);
+    else REQUIRE((kernels.bf16_rounded_min_rows == 0 || kernels.bf16_rounded_min_rows >= kernels::cpu::batched_min_rows));
+    // The logs and /metrics name AMX or AVX512_BF16 exactly where the table uses one.
+    CHECK((names_extension(kernels, "amx-bf16") || names_extension(kernels, "avx512-bf16")) ==
+          (kernels.bf16_rounded_min_rows != 0));
   });
   const KernelTable* avx512 = kernels::cpu::kernels_for("avx512");
   if (avx512 == nullptr || !cpu_has_amx_bf16()) {
@@ -553,7 +573,8 @@ TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in a
     return;
   }
   // Linux 5.16+ grants the tile state on request; the dispatcher asks.
-  REQUIRE(avx512->bf16_amx_min_rows != 0);
+  REQUIRE(names_extension(*avx512, "amx-bf16"));
+  REQUIRE(avx512->bf16_rounded_min_rows != 0);
   const std::size_t m = 40, k = 300, n = 70;
   const auto w = kernel_test::make_weights(DType::bf16, n, k, 11);
   auto x = kernel_test::random_floats(m * k, 12);
@@ -577,5 +598,54 @@ TEST_CASE("matmul BF16 on AMX: the tables that take it, a row the same bits in a
         REQUIRE(std::isfinite(all[r * n + j]));
         REQUIRE(all[r * n + j] == alone);  // bit for bit, whatever the other rows
       }
+    }
+}
+
+TEST_CASE("matmul BF16 with vdpbf16ps: chosen on AVX512_BF16 without AMX, a row the same bits in any batch of its path, "
+          "NaN activations",
+          "[kernels][matmul]") {
+  const KernelTable* avx512 = kernels::cpu::kernels_for("avx512");
+  if (avx512 == nullptr || !cpu_has_avx512_bf16_without_amx()) {
+    WARN("kernel variant avx512's vdpbf16ps path skipped: this CPU lacks AVX-512, AVX512_BF16 or VNNI, or has AMX");
+    return;
+  }
+  REQUIRE(names_extension(*avx512, "avx512-bf16"));
+  REQUIRE(avx512->bf16_rounded_min_rows == 8);
+  // k odd and not a multiple of 32: the last pair holds one value, the
+  // batched decode masks its last weight load. Rows 5 and 21 hold a NaN.
+  const std::size_t m = 40, k = 301, n = 70;
+  const auto w = kernel_test::make_weights(DType::bf16, n, k, 13);
+  auto x = kernel_test::random_floats(m * k, 14);
+  x[5 * k + 17] = std::numeric_limits<float>::quiet_NaN();
+  x[21 * k + 300] = std::numeric_limits<float>::quiet_NaN();
+  izwi::detail::ThreadPool pool(3);
+  // Prefill (more than 16 rows, packed panels): 40 rows against 17 + 23.
+  // Batched decode (8 to 16 rows, weights in place): 16 rows against 8 + 8.
+  std::vector<float> gemm_all(m * n), gemm_split(m * n), decode_all(16 * n), decode_split(16 * n);
+  avx512->matmul(x.data(), k, m, w.matrix, gemm_all.data(), n, pool);
+  avx512->matmul(x.data(), k, 17, w.matrix, gemm_split.data(), n, pool);
+  avx512->matmul(x.data() + 17 * k, k, 23, w.matrix, gemm_split.data() + 17 * n, n, pool);
+  avx512->matmul(x.data(), k, 16, w.matrix, decode_all.data(), n, pool);
+  avx512->matmul(x.data(), k, 8, w.matrix, decode_split.data(), n, pool);
+  avx512->matmul(x.data() + 8 * k, k, 8, w.matrix, decode_split.data() + 8 * n, n, pool);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t j = 0; j < n; ++j) {
+      INFO("row " << r << " column " << j);
+      const bool nan_row = r == 5 || r == 21;
+      std::vector<float> results = {gemm_all[r * n + j], gemm_split[r * n + j]};
+      if (r < 16) results.insert(results.end(), {decode_all[r * n + j], decode_split[r * n + j]});
+      for (const float v : results) REQUIRE(std::isnan(v) == nan_row);
+      if (nan_row) continue;
+      REQUIRE(gemm_all[r * n + j] == gemm_split[r * n + j]);  // bit for bit, whatever the other rows
+      if (r < 16) REQUIRE(decode_all[r * n + j] == decode_split[r * n + j]);
+      // Both within the documented bound of the product of the rounded activations.
+      double exact = 0, magnitude = 0;
+      for (std::size_t i = 0; i < k; ++i) {
+        const double product = bf16_rounded(x[r * k + i]) * double(w.values[j * k + i]);
+        exact += product;
+        magnitude += std::fabs(double(x[r * k + i]) * double(w.values[j * k + i]));
+      }
+      for (const float v : results) REQUIRE(std::fabs(double(v) - exact) <= 4e-5 * magnitude);  // above k * 2^-24
+      REQUIRE(std::fabs(double(gemm_all[r * n + j]) - exact) <= bf16_rounding_bound(magnitude));
     }
 }

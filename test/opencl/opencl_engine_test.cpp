@@ -155,14 +155,15 @@ TEST_CASE("OpenCL Qwen3 with F16, BF16 and Q8_0 weights and an f16 KV cache matc
     const std::vector<Request> requests = {greedy(prompt_of(9, 5), 16), greedy(prompt_of(30, 6), 16)};
     const Lockstep run = run_lockstep(cpu, gpu, requests);
     INFO("worst relative logits error " << run.worst << ", first step " << run.first);
-    // The CPU's BF16 matmuls of KernelTable::bf16_amx_min_rows rows or more
-    // (4; "avx512" on a CPU with AMX-BF16) round the activations to bf16.
-    const bool cpu_rounds_bf16 = type == "bf16" && kernels::cpu::active_kernels().bf16_amx_min_rows != 0;
+    // The CPU's BF16 matmuls of KernelTable::bf16_rounded_min_rows rows or
+    // more (4; "avx512" on a CPU with AMX-BF16 or AVX512_BF16) round the
+    // activations to bf16.
+    const bool cpu_rounds_bf16 = type == "bf16" && kernels::cpu::active_kernels().bf16_rounded_min_rows != 0;
     if (type == "q8_0" || cpu_rounds_bf16) {
       // The CPU's Q8_0 matmuls of few rows (KernelTable::q8_0_quantized_max_rows:
       // 16 on AVX-512 with VNNI, 11 on AVX2) quantize the activations to 8-bit
       // blocks for integer dot products, as llama.cpp's CPU backend does, and
-      // its BF16 ones on AMX round them to bf16; the GPU widens the weights
+      // its BF16 ones on AMX or with vdpbf16ps round them to bf16; the GPU widens the weights
       // and keeps f32 activations. Two different roundings, so the greedy ids
       // of random weights part after some tokens and the logits after that
       // are of different texts: compare the first step (measured 2.3%

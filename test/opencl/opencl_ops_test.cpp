@@ -59,12 +59,12 @@ TEST_CASE("OpenClOps matmul and embed equal the CPU's for every weight dtype", "
       // 8-bit blocks too (integer dot products, as llama.cpp's CPU backend):
       // up to half a step of 1/127 of a block's largest value per activation
       // (measured 0.44% here); the GPU widens the weights and stays in f32.
-      // BF16 from KernelTable::bf16_amx_min_rows rows ("avx512" on a CPU
-      // with AMX-BF16) rounds the activations to bf16 (at most 2^-9
-      // relative per value; measured 0.13% here).
-      const std::size_t amx_rows = kernels::cpu::active_kernels().bf16_amx_min_rows;
+      // BF16 from KernelTable::bf16_rounded_min_rows rows ("avx512" on a CPU
+      // with AMX-BF16 or AVX512_BF16) rounds the activations to bf16 (at most
+      // 2^-9 relative per value; measured 0.13% here on AMX).
+      const std::size_t rounded_rows = kernels::cpu::active_kernels().bf16_rounded_min_rows;
       const bool cpu_quantizes = (dtype == DType::q8_0 && m <= kernels::cpu::gemv_max_rows) ||
-                                 (dtype == DType::bf16 && amx_rows != 0 && m >= amx_rows);
+                                 (dtype == DType::bf16 && rounded_rows != 0 && m >= rounded_rows);
       CHECK(relative_error(actual, expected) <= (cpu_quantizes ? 1e-2 : f32_tolerance));
     }
     const std::vector<TokenId> tokens = {0, 99, 42, 42, 7};

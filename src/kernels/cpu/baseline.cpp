@@ -33,7 +33,8 @@ namespace variants {
 extern const KernelTable avx2_kernels;
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
-extern const KernelTable avx512_amx_kernels, avx512_kernels, avx512_without_vnni_kernels, avx512bw_kernels;
+extern const KernelTable avx512_amx_kernels, avx512_bf16_dot_kernels, avx512_kernels, avx512_without_vnni_kernels,
+    avx512bw_kernels;
 #endif
 }  // namespace variants
 
@@ -56,6 +57,10 @@ struct X86Features {
   bool avx512 = false;  // AVX-512 F/CD/BW/DQ/VL, ZMM and opmask state enabled
   bool avx512_vnni = false;  // and AVX512_VNNI (the Q8_0 matmuls' int8 dot product)
   bool amx_bf16 = false;     // and AMX-TILE + AMX-BF16, tile state granted (the BF16 matmuls)
+  // Or else: AVX512_BF16 on a CPU with no AMX at all (vdpbf16ps for the BF16
+  // matmuls). Not on an AMX CPU whose OS withholds the tiles: there (Sapphire
+  // Rapids) vdpbf16ps runs at half the rate of the widening FMAs.
+  bool avx512_bf16_dot = false;
 };
 
 /// Asks Linux for this process's permission to use the AMX tile data
@@ -93,6 +98,8 @@ X86Features detect_x86() noexcept {
   f.avx512_vnni = f.avx512 && (ecx & (1u << 11));
   const bool amx_tile = edx & (1u << 24), amx_bf16 = edx & (1u << 22);
   f.amx_bf16 = f.avx512_vnni && amx_tile && amx_bf16 && amx_tile_state_granted();
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+    f.avx512_bf16_dot = f.avx512_vnni && !amx_tile && (eax & (1u << 5));  // leaf 7.1 EAX bit 5: AVX512_BF16
   return f;
 }
 #endif
@@ -120,11 +127,12 @@ struct Variants {
 #endif
 #if IZWI_KERNELS_HAVE_AVX512
     // "avx512bw" (no VNNI, no AMX) is listed for tests and IZWI_CPU_ARCH;
-    // "avx512" uses VNNI and AMX where the CPU has them and is the best.
+    // "avx512" uses VNNI, AMX and AVX512_BF16 where the CPU has them and is the best.
     add(&variants::avx512bw_kernels, cpu.avx512);
-    add(cpu.amx_bf16      ? &variants::avx512_amx_kernels
-        : cpu.avx512_vnni ? &variants::avx512_kernels
-                          : &variants::avx512_without_vnni_kernels,
+    add(cpu.amx_bf16          ? &variants::avx512_amx_kernels
+        : cpu.avx512_bf16_dot ? &variants::avx512_bf16_dot_kernels
+        : cpu.avx512_vnni     ? &variants::avx512_kernels
+                              : &variants::avx512_without_vnni_kernels,
         cpu.avx512);
 #endif
   }

@@ -13,7 +13,9 @@
 //   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
 //              where cpuid reports it (detected separately), else avx512bw's,
 //              and whose BF16 matmuls of 4 rows or more run on AMX tiles
-//              where the CPU has AMX-BF16 and the OS grants the tile state
+//              where the CPU has AMX-BF16 and the OS grants the tile state,
+//              else those of 8 rows or more with AVX512_BF16's vdpbf16ps
+//              where the CPU has it and no AMX (Zen 4, Zen 5)
 //
 // At the first kernel call the best variant this CPU supports is chosen once
 // (from cpuid, through __builtin_cpu_supports) and every kernel call after
@@ -74,10 +76,12 @@ struct KernelTable {
   /// quantized path; otherwise it widens the weights).
   bool q8_0_batch_invariant_quantized;
   /// BF16 matmuls of at least this many activation rows round the
-  /// activations to bf16 and multiply on AMX tiles (0: never; the "avx512"
-  /// table of a CPU with AMX-BF16): each result within 2^-8 * sum |x w| of
-  /// the f32 product, rather than f32 rounding (matmul.hpp).
-  std::size_t bf16_amx_min_rows;
+  /// activations to bf16 and multiply them as bf16 pairs, on AMX tiles or
+  /// with AVX512_BF16's vdpbf16ps (0: never; the "avx512" table of a CPU with
+  /// AMX-BF16, or with AVX512_BF16 and no AMX): each result within
+  /// 2^-8 * sum |x w| of the f32 product, rather than f32 rounding
+  /// (matmul.hpp). `extensions` says which ("amx-bf16", "avx512-bf16").
+  std::size_t bf16_rounded_min_rows;
   void (*matmul)(const float* x, std::size_t ldx, std::size_t m, const WeightMatrix& w, float* y, std::size_t ldy,
                  izwi::detail::ThreadPool& pool) noexcept;
   void (*matmul_group)(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outputs,

@@ -32,14 +32,18 @@
 //   row), then sweeps all m activation rows over it with a register-blocked
 //   micro-kernel of broadcast-FMAs: the conversion cost is paid once per
 //   weight, not once per activation row, so prefill is FMA bound.
-// - BF16 weights with KernelTable::bf16_amx_min_rows rows or more (4; 0
-//   for every table but "avx512" on a CPU with AMX-BF16): the activations
-//   are rounded to bf16 once per call and multiplied on AMX tiles
-//   (tdpbf16ps): up to 16 rows against the weights read in place (at the
+// - BF16 weights with KernelTable::bf16_rounded_min_rows rows or more (4 on
+//   AMX, 8 with vdpbf16ps; 0 for every table but "avx512" on a CPU with
+//   AMX-BF16 or AVX512_BF16):
+//   the activations are rounded to bf16 once per call and multiplied as
+//   bf16 pairs, up to 16 rows against the weights read in place (at the
 //   one-row GEMV's cost), more rows against panels of 64 weight rows packed
-//   once per call; about 2x the widening path at 16 rows and 5-6x at 512;
-//   an error of at most 2^-8 * sum |x w| (the activations' rounding, as
-//   llama.cpp's BF16 path; detail/matmul_amx_kernels.hpp).
+//   once per call; an error of at most 2^-8 * sum |x w| (the activations'
+//   rounding, as llama.cpp's BF16 path). On AMX tiles (tdpbf16ps; about 2x
+//   the widening path at 16 rows and 5-6x at 512;
+//   detail/matmul_amx_kernels.hpp), or where the CPU has AVX512_BF16 and no
+//   AMX with vdpbf16ps (32 multiply-adds per instruction to an FMA's 16;
+//   detail/matmul_bf16_dot_kernels.hpp).
 // Both split the work over output columns n across the pool's threads; no
 // heap allocation per call (panels live in the pool's per-worker scratch).
 // matmul_group() runs several weights over the same activations as one such

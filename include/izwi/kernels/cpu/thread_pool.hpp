@@ -53,9 +53,10 @@ class ThreadPool {
   void parallel_for(std::size_t n_tasks, Fn&& fn);
 
   /// Per-worker scratch, 64-byte aligned, at least `bytes` long.
-  void* scratch(std::size_t worker, std::size_t bytes);
+  /// (Always inlined, as run() below and for its reason.)
+  [[gnu::always_inline]] void* scratch(std::size_t worker, std::size_t bytes);
   /// Scratch for the calling thread outside tasks (distinct from scratch(0, ...)).
-  void* shared_scratch(std::size_t bytes);
+  [[gnu::always_inline]] void* shared_scratch(std::size_t bytes);
 
  private:
   using TaskFn = void (*)(void* context, std::size_t task, std::size_t worker);
@@ -66,14 +67,15 @@ class ThreadPool {
     };
     std::unique_ptr<std::byte[], Free> data;
     std::size_t capacity = 0;
-    void* reserve(std::size_t bytes);
+    [[gnu::always_inline]] void* reserve(std::size_t bytes);
   };
 
   // Always inlined into parallel_for: an out-of-line copy emitted by a kernel
   // variant compiled with AVX flags would be one symbol the linker could
   // pick for every caller (test/kernels/check_variant_symbols.cmake); GCC
   // stopped inlining it on its own once the avx512 variant had enough
-  // parallel_for instantiations.
+  // parallel_for instantiations, and the same befell AlignedBuffer::reserve
+  // when the vdpbf16ps kernels added their scratch calls.
   [[gnu::always_inline]] void run(std::size_t n_tasks, TaskFn fn, void* context);
   void run_tasks(std::size_t worker) noexcept;
   void worker_main(std::size_t worker) noexcept;

@@ -63,8 +63,10 @@
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
 /// How a variant multiplies BF16 weights in matmul(): widened to f32 with
-/// FMAs (every variant), or on AMX tiles from amx_min_rows rows on.
-enum class Bf16Gemm { widen, amx };
+/// FMAs (every variant), on AMX tiles from amx_min_rows rows on, or with
+/// AVX512_BF16's vdpbf16ps from bf16_dot_min_rows rows on
+/// (matmul_bf16_dot_kernels.hpp).
+enum class Bf16Gemm { widen, amx, dot };
 
 /// Fewest activation rows for which matmul() takes the AMX path (below, the
 /// GEMV paths, see matmul_kernels.hpp). Batched decode, BF16 3072 x 1024

@@ -690,8 +690,28 @@ void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulO
                    ThreadPool& pool) noexcept;  // never instantiated outside the AVX-512 variant
 #endif
 
+// ------------------------------------------ BF16 on AVX512_BF16 ----
+
+/// Fewest activation rows for which matmul() takes the vdpbf16ps path
+/// (matmul_bf16_dot_kernels.hpp). Kernel benchmark, BF16 3072 x 1024 from
+/// memory, AMD EPYC (Zen 5), izwi alone (an attribution, not evidence),
+/// vdpbf16ps against widening, microseconds per CPU-second at 1 thread, two
+/// alternated runs: m = 4 241-242 against 193-223 (the weights' stream
+/// bounds both), m = 8 327-334 against 369-400, m = 16 478-502 against
+/// 744-764; prefill (m = 512) 2.41 against 4.81 ms.
+inline constexpr std::size_t bf16_dot_min_rows = 8;
+
+/// matmul_group for BF16 weights with vdpbf16ps: every output BF16, m >=
+/// bf16_dot_min_rows rows of k = w.cols values. Defined in
+/// matmul_bf16_dot_kernels.hpp for the AVX-512 variant, the only one whose
+/// tables instantiate it.
+template <class Arch>
+inline void bf16_dot_matmul(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
+                            std::size_t count, ThreadPool& pool) noexcept;
+
 /// Dot: how Q8_0 weights' integer dot products are computed (matmul_q8_kernels.hpp);
-/// Bf16: how BF16 weights are multiplied (matmul_amx_kernels.hpp).
+/// Bf16: how BF16 weights are multiplied (matmul_amx_kernels.hpp,
+/// matmul_bf16_dot_kernels.hpp).
 template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16Gemm::widen>
 inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs, std::size_t count,
                          ThreadPool& pool) noexcept {
@@ -699,6 +719,12 @@ inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const M
   if constexpr (Bf16 == Bf16Gemm::amx) {
     if (m >= amx_min_rows && all_bf16(outs, count)) {
       amx_bf16_gemm<Arch>(x, ldx, m, outs, count, pool);
+      return;
+    }
+  }
+  if constexpr (Bf16 == Bf16Gemm::dot) {
+    if (m >= bf16_dot_min_rows && all_bf16(outs, count)) {
+      bf16_dot_matmul<Arch>(x, ldx, m, outs, count, pool);
       return;
     }
   }

@@ -9,6 +9,7 @@
 #include "izwi/kernels/cpu/detail/attention_kernels.hpp"
 #include "izwi/kernels/cpu/detail/conv1d_kernels.hpp"
 #include "izwi/kernels/cpu/detail/elementwise_kernels.hpp"
+#include "izwi/kernels/cpu/detail/matmul_bf16_dot_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/rotary_kernels.hpp"
 #include "izwi/kernels/cpu/dispatch.hpp"
@@ -39,18 +40,21 @@ constexpr auto pack_gemm_panels_bf16_entry() noexcept {
   else return decltype(KernelTable::pack_gemm_panels_bf16){nullptr};
 }
 
-/// Dot: the Q8_0 matmuls' int8 dot product; Bf16: BF16 weights widened or
-/// on AMX (the "avx512" tables of CPUs with and without VNNI and AMX differ
-/// only there).
+/// Dot: the Q8_0 matmuls' int8 dot product; Bf16: BF16 weights widened, on
+/// AMX or with vdpbf16ps (the "avx512" tables of CPUs with and without VNNI,
+/// AMX and AVX512_BF16 differ only there).
 template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16Gemm::widen>
 constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
-      .extensions = Bf16 == Bf16Gemm::amx ? "vnni,amx-bf16" : Dot == Int8Dot::vnni ? "vnni" : "",
+      .extensions = Bf16 == Bf16Gemm::amx   ? "vnni,amx-bf16"
+                    : Bf16 == Bf16Gemm::dot ? "vnni,avx512-bf16"
+                    : Dot == Int8Dot::vnni  ? "vnni"
+                                            : "",
       .lanes = Simd<Arch>::lanes,
       .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
       .q8_0_batch_invariant_quantized = q8_batch_invariant_quantized<Arch, Dot>,
-      .bf16_amx_min_rows = Bf16 == Bf16Gemm::amx ? amx_min_rows : 0,
+      .bf16_rounded_min_rows = Bf16 == Bf16Gemm::amx ? amx_min_rows : Bf16 == Bf16Gemm::dot ? bf16_dot_min_rows : 0,
       .matmul = &matmul<Arch, Dot, Bf16>,
       .matmul_group = &matmul_group<Arch, Dot, Bf16>,
       .matmul_batch_invariant = &matmul_batch_invariant<Arch>,
