@@ -18,8 +18,8 @@
 // time), each stream's mean frames/s, and the mean and worst time to first
 // audio. llama.cpp's llama-tts prints frames/s and its real-time ratio for
 // one stream on the GGUF pair izwi-qwen3-tts-to-gguf writes.
-// --codec-precision bf16 runs the codec's convolutional decoder on AMX in
-// bf16 where the CPU has it (Qwen3TtsCodecPrecision; f32 elsewhere): the A/B
+// --codec-precision bf16 runs the codec's convolutional decoder in bf16 on
+// AMX or AVX512_BF16 where the CPU has one (Qwen3TtsCodecPrecision; f32 elsewhere): the A/B
 // of the codec's precision. --mmap maps the talker's and predictor's
 // checkpoint instead of reading it into huge-page memory (io::FileMemory):
 // the A/B of that choice.
@@ -90,7 +90,7 @@ Options parse(int argc, char** argv) {
       ("reference-seconds", po::value(&o.reference_seconds)->value_name("S")->default_value(o.reference_seconds),
        "clone every request in context from S seconds of a synthetic reference (a Base checkpoint; 0: no cloning)")
       ("codec-precision", po::value(&codec_precision)->value_name("f32|bf16")->default_value(codec_precision),
-       "the codec decoder's precision (bf16: AMX where the CPU has it)")
+       "the codec decoder's precision (bf16: AMX or AVX512_BF16 where the CPU has one)")
       ("mmap", po::bool_switch(), "map the checkpoint instead of reading it into huge-page memory")
       ("help,h", "show this help");
   po::options_description hidden;
@@ -184,7 +184,7 @@ int main(int argc, char** argv) try {
               "codec %s, weights %s\n",
               model.description().c_str(), o.threads, o.frames, o.first_window, o.window,
               o.batch_invariant ? "batch-invariant kernels" : "batch-variant kernels (--batch-variant)",
-              model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? "bf16 (AMX)" : "f32",
+              model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? "bf16" : "f32",
               o.load.weights_memory == io::FileMemory::map ? "mapped (--mmap)" : "read into huge pages");
   const Qwen3TtsRequest clone = o.reference_seconds > 0 ? in_context_clone(model, o) : Qwen3TtsRequest{};
   std::printf("%8s %12s %12s %14s %14s %14s\n", "streams", "total f/s", "audio s/s", "f/s per stream",

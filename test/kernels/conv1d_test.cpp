@@ -353,20 +353,24 @@ void check_conv1d_gemm_bf16(const kc::KernelTable& kernels, std::size_t m, std::
 
 }  // namespace
 
-TEST_CASE("conv1d: the bf16 GEMM on AMX against rounded operands and f32, the same bits in any split or thread count",
+TEST_CASE("conv1d: the bf16 GEMM on AMX or vdpbf16ps against rounded operands and f32, the same bits in any split "
+          "or thread count",
           "[kernels][conv1d]") {
-  // Only the "avx512" table with AMX has it; every other variant (and the
-  // emulated CPUs) keeps the f32 GEMM alone.
+  // Only the "avx512" table with AMX or AVX512_BF16 has it; every other
+  // variant (and the emulated CPUs) keeps the f32 GEMM alone.
   kernel_test::for_each_variant([&](const kc::KernelTable& kernels) {
-    const bool amx = std::string_view(kernels.extensions).find("amx-bf16") != std::string_view::npos;
-    REQUIRE((kernels.conv1d_gemm_bf16 != nullptr) == amx);
-    REQUIRE((kernels.pack_gemm_panels_bf16 != nullptr) == amx);
-    if (std::string_view(kernels.name) != "avx512") REQUIRE_FALSE(amx);
+    const std::string_view extensions(kernels.extensions);
+    const bool bf16 = extensions.find("amx-bf16") != std::string_view::npos ||
+                      extensions.find("avx512-bf16") != std::string_view::npos;
+    REQUIRE((kernels.conv1d_gemm_bf16 != nullptr) == bf16);
+    REQUIRE((kernels.pack_gemm_panels_bf16 != nullptr) == bf16);
+    if (std::string_view(kernels.name) != "avx512") REQUIRE_FALSE(bf16);
   });
   const kc::KernelTable* avx512 = kc::kernels_for("avx512");
   if (avx512 == nullptr || avx512->conv1d_gemm_bf16 == nullptr) {
     // Worded as for_each_variant's variant skips (see matmul_test.cpp).
-    WARN("kernel variant avx512's AMX codec GEMM skipped: this CPU lacks AVX-512 or AMX-BF16 (or the tile state)");
+    WARN("kernel variant avx512's bf16 codec GEMM skipped: this CPU lacks AVX-512, or AMX-BF16 (or the tile state) "
+         "and AVX512_BF16");
     return;
   }
   struct Shape {

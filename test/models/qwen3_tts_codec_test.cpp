@@ -204,14 +204,14 @@ TEST_CASE("codec: the random checkpoint's audio has a realistic level", "[qwen3_
   CHECK(double(clipped) < 0.01 * double(pcm.size()));
 }
 
-TEST_CASE("codec: bf16 on AMX keeps the same bits in any chunking, thread count or batch, near f32", "[qwen3_tts][codec]") {
+TEST_CASE("codec: bf16 (AMX or vdpbf16ps) keeps the same bits in any chunking, thread count or batch, near f32", "[qwen3_tts][codec]") {
   const Qwen3TtsCodecDecoder bf16 = Qwen3TtsCodecDecoder::load(testing::random_qwen3_tts() / "speech_tokenizer",
                                                                Qwen3TtsCodecPrecision::bf16);
   // bf16 is taken exactly where the kernel variant has it; f32 elsewhere.
   CHECK((bf16.precision() == Qwen3TtsCodecPrecision::bf16) == kernels::cpu::conv1d_bf16_available());
   CHECK(codec().precision() == Qwen3TtsCodecPrecision::f32);
   if (!kernels::cpu::conv1d_bf16_available()) {
-    WARN("bf16 codec skipped: the kernel variant has no AMX-BF16");
+    WARN("bf16 codec skipped: the kernel variant has neither AMX-BF16 nor AVX512_BF16");
     return;
   }
   const std::vector<std::int32_t> codes = random_codes(30, 9), other = random_codes(12, 10);

@@ -123,9 +123,9 @@ TEST_CASE("Qwen3-TTS codec decoder on llama.cpp's codes matches llama.cpp's audi
   check_codec_against_llama(Qwen3TtsCodecPrecision::f32);
 }
 
-TEST_CASE("Qwen3-TTS codec decoder in bf16 on AMX matches llama.cpp's audio", "[qwen3_tts][reference]") {
+TEST_CASE("Qwen3-TTS codec decoder in bf16 (AMX or vdpbf16ps) matches llama.cpp's audio", "[qwen3_tts][reference]") {
   if (!kernels::cpu::conv1d_bf16_available()) {
-    WARN("bf16 codec against llama.cpp skipped: the kernel variant has no AMX-BF16");
+    WARN("bf16 codec against llama.cpp skipped: the kernel variant has neither AMX-BF16 nor AVX512_BF16");
     return;
   }
   check_codec_against_llama(Qwen3TtsCodecPrecision::bf16);

@@ -78,7 +78,7 @@ struct Qwen3TtsPredictorWeights {
 struct Qwen3TtsLoadOptions {
   /// Load tokenizer.json when the directory has one.
   bool load_tokenizer = true;
-  /// The codec decoder's precision (Qwen3TtsCodecPrecision: bf16 where the CPU has AMX, else f32).
+  /// The codec decoder's precision (Qwen3TtsCodecPrecision: bf16 where the CPU has AMX-BF16 or AVX512_BF16, else f32).
   Qwen3TtsCodecPrecision codec_precision = Qwen3TtsCodecPrecision::f32;
   /// The talker's and code predictor's checkpoint read into huge-page memory
   /// or mapped (Qwen3LoadOptions::weights_memory; the codec decoder copies

@@ -53,9 +53,10 @@ class Qwen3TtsCodecScratchCache;
 
 /// How the codec's convolutional decoder (its entry convolution and the
 /// decoder blocks' convolutions: nearly all of its multiply-adds per frame)
-/// multiplies: f32 everywhere, or bf16 on AMX (the weights packed once as
-/// bf16 tiles, the activations rounded to bf16 per value, f32 accumulation;
-/// kernels::cpu::pack_gemm_panels_bf16) where the CPU's kernel variant has it
+/// multiplies: f32 everywhere, or bf16 on AMX or AVX512_BF16 (the weights
+/// packed once as bf16 tiles, the activations rounded to bf16 per value, f32
+/// accumulation; kernels::cpu::pack_gemm_panels_bf16) where the CPU's kernel
+/// variant has it
 /// (kernels::cpu::conv1d_bf16_available()), f32 elsewhere. The quantizer, the
 /// transformer and the upsampling stages stay f32 either way. docs/tts.md
 /// gives the measured error against f32 and llama.cpp.

@@ -73,7 +73,7 @@ struct CpuLoaderSettings {
   /// Context limit override; 0: the model's.
   std::size_t max_model_len = 0;
   bool enable_prefix_caching = true;
-  /// Qwen3-TTS: the codec decoder in bf16 on AMX where the CPU has it
+  /// Qwen3-TTS: the codec decoder in bf16 on AMX or AVX512_BF16 where the CPU has one
   /// (Qwen3TtsCodecPrecision::bf16; izwi-server --tts-codec-precision).
   bool tts_codec_bf16 = false;
   /// Qwen3 and Qwen3-TTS checkpoints read into huge-page memory, or mapped

@@ -32,7 +32,7 @@ inline constexpr std::size_t gemm_panel_sub_columns = 32;
 struct GemmPanels {
   std::size_t rows = 0, cols = 0;
   std::vector<float> floats;
-  /// Set instead of floats by pack_gemm_panels_bf16: conv1d_gemm then runs on AMX in bf16.
+  /// Set instead of floats by pack_gemm_panels_bf16: conv1d_gemm then runs in bf16 (AMX or vdpbf16ps).
   std::vector<std::uint16_t> bf16;
 };
 
@@ -64,15 +64,17 @@ inline void conv1d_gemm(const float* const* taps, std::size_t m, std::size_t ker
                         const GemmPanels* panels = nullptr) noexcept;
 
 /// Whether the running kernel variant has the bf16 codec GEMM (the
-/// "avx512" table on a CPU with AMX-BF16 whose OS grants the tile state).
+/// "avx512" table on a CPU with AMX-BF16 whose OS grants the tile state, or
+/// with AVX512_BF16 and no AMX).
 inline bool conv1d_bf16_available() noexcept;
 
 /// w packed once as bf16 AMX tiles (GemmPanels::bf16; floats left empty):
 /// each value widened exactly, then rounded to nearest even; half the memory
 /// of the f32 panels. Requires conv1d_bf16_available(). conv1d_gemm on these
-/// panels runs on AMX in reduced precision: the im2col values rounded to
-/// bf16 the same way (per value), the products of the rounded operands
-/// summed in f32 by tdpbf16ps, 32 values of k per step in one fixed order.
+/// panels runs in reduced precision: the im2col values rounded to bf16 the
+/// same way (per value), the products of the rounded operands summed in f32
+/// by tdpbf16ps on AMX or vdpbf16ps (which reads the same tiles), in one
+/// fixed order per variant.
 /// Against the f32 GEMM the error is the two roundings, at most 2^-8
 /// relative per product: |y - y_f32| <= 2^-8 · Σ|x·w| (plus f32 summation).
 /// Each output still depends on its own row only: the same bits in any m,

@@ -107,7 +107,7 @@ struct KernelTable {
                       const WeightMatrix& w, const float* packed, float* y, std::size_t ldy,
                       izwi::detail::ThreadPool& pool) noexcept;
   void (*pack_gemm_panels)(const WeightMatrix& w, float* panels) noexcept;
-  // conv1d.hpp's bf16 codec GEMM on AMX: null in every table without AMX-BF16.
+  // conv1d.hpp's bf16 codec GEMM on AMX or vdpbf16ps: null in every table without AMX-BF16 or AVX512_BF16.
   void (*conv1d_gemm_bf16)(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
                            std::size_t n, const std::uint16_t* panels, float* y, std::size_t ldy,
                            izwi::detail::ThreadPool& pool) noexcept;

@@ -254,7 +254,8 @@ namespace detail {
 /// arena as soon as it is packed (its view's data set to null), so the
 /// decoder's memory stays that of its f32 weights, at load too. With
 /// `decoder_bf16`, the convolutional decoder's matrices (entry and blocks)
-/// are packed as bf16 AMX tiles instead.
+/// are packed as bf16 tiles (AMX's layout, which the vdpbf16ps kernel reads
+/// too) instead.
 IZWI_DECL void pack_qwen3_tts_codec_panels(Qwen3TtsCodecWeights& w, std::vector<std::vector<float>>& arena,
                                         bool decoder_bf16) {
   using Owner = std::pair<const void*, std::vector<float>*>;  // a view's address and its arena entry

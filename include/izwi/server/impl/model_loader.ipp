@@ -194,7 +194,7 @@ inline std::unique_ptr<AnyEngine> load_qwen3_tts_model(const std::string& id, co
                      std::to_string(config.talker.hidden_size) + " x " + std::to_string(config.talker.num_layers) +
                      " layers, " + std::to_string(config.speakers.size()) + " speakers, " +
                      (deadline ? "playback-deadline" : "FCFS") + " scheduling, paged KV cache" +
-                     (model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? ", codec bf16 on AMX" : "");
+                     (model.codec().precision() == Qwen3TtsCodecPrecision::bf16 ? ", codec bf16" : "");
   Qwen3TtsCpuExecutor executor(std::move(model), {.num_threads = settings.num_threads});
   SchedulerConfig scheduler_config;
   if (settings.max_num_seqs) scheduler_config.max_num_seqs = settings.max_num_seqs;

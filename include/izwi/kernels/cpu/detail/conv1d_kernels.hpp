@@ -12,6 +12,7 @@
 
 
 #include "izwi/kernels/cpu/conv1d.hpp"
+#include "izwi/kernels/cpu/detail/matmul_bf16_dot_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 #include "izwi/kernels/cpu/thread_pool.hpp"
@@ -410,11 +411,96 @@ inline void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_
     });
   }
 }
+
+// ------------------------------ bf16 with vdpbf16ps (codec GEMM) ----
+//
+// The same operands as the AMX kernel above (rows packed as A tiles, the
+// panels of pack_gemm_panels_bf16), multiplied with vdpbf16ps where the CPU
+// has AVX512_BF16 and no AMX (matmul_bf16_dot_kernels.hpp). A B tile's row q
+// is pair q of 16 columns, one vector; an A tile's row r holds pair q of row
+// r at dword q: so per pair, the micro-kernel loads the 4 vectors of a
+// panel's 64 columns and broadcasts each of 4 rows' pairs, 16 accumulators
+// (4 rows x 64 columns, one column per lane), summed over the tiles of k in
+// order: each output one chain, whatever m, the split or the thread count.
+
+/// Rows [r, r + rows) (rows <= 4) of one 16-row A-tile block x the panel's
+/// cols (<= 64) columns, into y. The panels need no alignment (a
+/// GemmPanels vector's).
+inline void conv1d_bf16_dot_micro(const std::uint16_t* block, std::size_t r, std::size_t rows, std::size_t k_blocks,
+                                  const std::uint16_t* panel, std::size_t cols, float* y, std::size_t ldy) noexcept {
+  using namespace amx;
+  constexpr std::size_t R = 4, V = panel_tiles;  // 4 rows x 4 vectors of 16 columns
+  __m512 acc[R][V];
+  for (std::size_t i = 0; i < R; ++i)
+    for (std::size_t v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
+  const auto* a = reinterpret_cast<const std::uint32_t*>(block) + r * tile_k / 2;
+  const auto* b = reinterpret_cast<const std::uint32_t*>(panel);
+  for (std::size_t kb = 0; kb < k_blocks; ++kb) {
+    const std::uint32_t* a_tile = a + kb * tile_values / 2;
+    const std::uint32_t* b_tiles = b + kb * V * tile_values / 2;
+    for (std::size_t q = 0; q < tile_k / 2; ++q) {
+      __m512i bv[V];
+      for (std::size_t v = 0; v < V; ++v) bv[v] = _mm512_loadu_si512(b_tiles + v * tile_values / 2 + q * 16);
+      for (std::size_t i = 0; i < R; ++i) {
+        const __m512i av = _mm512_set1_epi32(static_cast<int>(a_tile[i * tile_k / 2 + q]));
+        for (std::size_t v = 0; v < V; ++v) acc[i][v] = bf16dot::dot(acc[i][v], av, bv[v]);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t v = 0; v < V && v * 16 < cols; ++v) {
+      const std::size_t left = cols - v * 16;
+      const auto mask = static_cast<__mmask16>(left >= 16 ? 0xffffu : (1u << left) - 1u);
+      _mm512_mask_storeu_ps(y + i * ldy + v * 16, mask, acc[i][v]);
+    }
+}
+
+/// conv1d.hpp's conv1d_gemm_bf16 on vdpbf16ps: rows packed per pass as the
+/// AMX kernel packs them, then tasks of a 64-column panel x a slice of the
+/// 16-row blocks.
+template <class Arch>
+inline void conv1d_gemm_bf16_dot(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                                 std::size_t n, const std::uint16_t* panels, float* y, std::size_t ldy,
+                                 ThreadPool& pool) noexcept {
+  static_assert(Simd<Arch>::avx512, "the vdpbf16ps path is built in the AVX-512 variant only");
+  using namespace amx;
+  const std::size_t k = kernel * in, k_blocks = (k + tile_k - 1) / tile_k, block_values = k_blocks * tile_values;
+  if (m == 0 || n == 0) return;
+  const std::size_t num_panels = (n + panel_columns - 1) / panel_columns;
+  const std::size_t panel_values = k_blocks * panel_tiles * tile_values;
+  const std::size_t pass_blocks = std::max<std::size_t>(32, conv1d_pass_floats / 2 / block_values);
+  const std::size_t all_blocks = (m + tile_rows - 1) / tile_rows;
+  auto* xa = static_cast<std::uint16_t*>(
+      pool.shared_scratch(std::min(pass_blocks, all_blocks) * block_values * sizeof(std::uint16_t)));
+  for (std::size_t first_block = 0; first_block < all_blocks; first_block += pass_blocks) {
+    const std::size_t blocks = std::min(pass_blocks, all_blocks - first_block), first = first_block * tile_rows;
+    const std::size_t rows = std::min(blocks * tile_rows, m - first);
+    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
+      pack_tap_rows_bf16(taps + first * kernel, rows, kernel, in, b * tile_rows, k_blocks, xa + b * block_values);
+    });
+    const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + num_panels - 1) / num_panels, 1, blocks);
+    pool.parallel_for(num_panels * slices, [&](std::size_t task, std::size_t) {
+      const std::size_t p = task / slices, slice = task % slices;
+      const std::size_t n0 = p * panel_columns, cols = std::min(panel_columns, n - n0);
+      const std::uint16_t* panel = panels + p * panel_values;
+      for (std::size_t b = slice * blocks / slices; b < (slice + 1) * blocks / slices; ++b) {
+        const std::size_t block_rows = std::min(tile_rows, rows - b * tile_rows);
+        for (std::size_t r = 0; r < block_rows; r += 4)
+          conv1d_bf16_dot_micro(xa + b * block_values, r, std::min<std::size_t>(4, block_rows - r), k_blocks, panel,
+                                cols, y + (first + b * tile_rows + r) * ldy + n0, ldy);
+      }
+    });
+  }
+}
 #else
 template <class Arch>
 void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in, std::size_t n,
                       const std::uint16_t* panels, float* y, std::size_t ldy,
                       ThreadPool& pool) noexcept;  // never instantiated outside the AVX-512 variant
+template <class Arch>
+void conv1d_gemm_bf16_dot(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in, std::size_t n,
+                          const std::uint16_t* panels, float* y, std::size_t ldy,
+                          ThreadPool& pool) noexcept;  // never instantiated outside the AVX-512 variant
 #endif
 
 }  // namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT

@@ -28,15 +28,17 @@ void paged_attention_entry(const float* q, const AttentionSequence* seqs, std::s
   paged_attention<Arch>(q, std::span<const AttentionSequence>(seqs, num_seqs), kv, shape, out, pool);
 }
 
-// The codec's bf16 GEMM (conv1d_kernels.hpp) exists in AMX tables only.
+// The codec's bf16 GEMM (conv1d_kernels.hpp) exists in the AMX and
+// vdpbf16ps tables only (one panel layout, two kernels).
 template <class Arch, Bf16Gemm Bf16>
 constexpr auto conv1d_gemm_bf16_entry() noexcept {
   if constexpr (Bf16 == Bf16Gemm::amx) return &conv1d_gemm_bf16<Arch>;
+  else if constexpr (Bf16 == Bf16Gemm::dot) return &conv1d_gemm_bf16_dot<Arch>;
   else return decltype(KernelTable::conv1d_gemm_bf16){nullptr};
 }
 template <class Arch, Bf16Gemm Bf16>
 constexpr auto pack_gemm_panels_bf16_entry() noexcept {
-  if constexpr (Bf16 == Bf16Gemm::amx) return &pack_gemm_panels_bf16<Arch>;
+  if constexpr (Bf16 == Bf16Gemm::amx || Bf16 == Bf16Gemm::dot) return &pack_gemm_panels_bf16<Arch>;
   else return decltype(KernelTable::pack_gemm_panels_bf16){nullptr};
 }
 
