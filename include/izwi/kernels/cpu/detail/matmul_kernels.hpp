@@ -264,16 +264,22 @@ inline void gemv(const float* x, std::size_t ldx, std::size_t m, const MatmulOut
 template <class Arch>
 struct BatchedShape {
   static constexpr bool scalar = std::is_same_v<Arch, ScalarArch>;
-  /// Activation rows x weight rows per register block: AVX-512 4 x 4 = 16
-  /// accumulators + 4 activation vectors + weight vectors of 32 registers
-  /// (4 x 6 measured no faster, and GCC spilled larger blocks); AVX2 3 x 4:
+  /// Activation rows x weight rows per register block: AVX-512 6 x 4 = 24
+  /// accumulators + 6 activation vectors + 1 widened weight vector, 31 of
+  /// the 32 registers: each widening (vcvtph2ps, or BF16's shift) feeds 6
+  /// FMAs, not 4. On the Zen 5 EPYC, kernel benchmark, weights from memory,
+  /// 1 thread, izwi alone, two alternated runs (load 0.35, an attribution),
+  /// 6 x 4 against 4 x 4, CPU microseconds: F16 m = 16 738-762 against
+  /// 770-772 (3072 x 1024) and 681-682 against 797-814 (1024 x 3072), m = 8
+  /// 354-360 against 367-376; BF16 widened m = 16 708-741 against 794-807.
+  /// (On the Sapphire Rapids Xeon, 4 x 6 measured no faster than 4 x 4.) AVX2 3 x 4:
   /// 12 accumulators + 3 activation vectors + 1 widened weight vector, all
   /// 16 registers. 3 x 4 against 2 x 4 on the AVX2-only EPYC, idle, kernel
   /// benchmark, 3072 x 1024, 1 thread, medians of 3 alternated runs: BF16
   /// m = 4 / 8 / 16 in 0.63 / 1.01 / 1.78 ms against 0.67 / 1.10 / 1.99;
   /// F16 0.59 / 0.92 / 1.70 against 0.62 / 0.95 / 1.54 (m = 16 level
   /// within the runs' spread, 1.45-1.85 against 1.51-1.69).
-  static constexpr std::size_t rows = Simd<Arch>::avx512 || scalar ? 4 : 3;
+  static constexpr std::size_t rows = Simd<Arch>::avx512 ? 6 : scalar ? 4 : 3;
   static constexpr std::size_t cols = 4;
   /// Q8_0 rows from which the widened-tile path is taken, and the depth of
   /// its tiles in values (a multiple of 32 and of the vector width):
@@ -390,6 +396,8 @@ inline void batched_columns(const float* x, std::size_t ldx, std::size_t m, cons
     if constexpr (R > 1) if (left == 1) batched_block<Arch, D, 1, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
     if constexpr (R > 2) if (left == 2) batched_block<Arch, D, 2, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
     if constexpr (R > 3) if (left == 3) batched_block<Arch, D, 3, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
+    if constexpr (R > 4) if (left == 4) batched_block<Arch, D, 4, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
+    if constexpr (R > 5) if (left == 5) batched_block<Arch, D, 5, C>(xr, ldx, w, n, cols, yr, ldy, r == 0);
   }
 }
 
@@ -458,6 +466,8 @@ inline void q8_0_tile_columns(const float* x, std::size_t ldx, std::size_t m, co
       if constexpr (R > 1) if (left == 1) tile_block<Arch, 1, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
       if constexpr (R > 2) if (left == 2) tile_block<Arch, 2, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
       if constexpr (R > 3) if (left == 3) tile_block<Arch, 3, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
+      if constexpr (R > 4) if (left == 4) tile_block<Arch, 4, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
+      if constexpr (R > 5) if (left == 5) tile_block<Arch, 5, C>(xr, ldx, buf, depth, yr, ldy, cols, k0 == 0);
     }
   }
 }
