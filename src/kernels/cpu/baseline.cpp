@@ -90,6 +90,7 @@ X86Features detect_x86() noexcept {
   const bool ymm_state = (xcr0_lo & 0x6u) == 0x6u;     // SSE and AVX state
   const bool zmm_state = (xcr0_lo & 0xe6u) == 0xe6u;   // and opmask, ZMM_Hi256, Hi16_ZMM
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
+  const unsigned leaf7_subleaves = eax;  // the highest subleaf of leaf 7
   const bool avx2 = ebx & (1u << 5);
   const bool avx512f = ebx & (1u << 16), avx512dq = ebx & (1u << 17), avx512cd = ebx & (1u << 28),
              avx512bw = ebx & (1u << 30), avx512vl = ebx & (1u << 31);
@@ -98,7 +99,7 @@ X86Features detect_x86() noexcept {
   f.avx512_vnni = f.avx512 && (ecx & (1u << 11));
   const bool amx_tile = edx & (1u << 24), amx_bf16 = edx & (1u << 22);
   f.amx_bf16 = f.avx512_vnni && amx_tile && amx_bf16 && amx_tile_state_granted();
-  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+  if (leaf7_subleaves >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
     f.avx512_bf16_dot = f.avx512_vnni && !amx_tile && (eax & (1u << 5));  // leaf 7.1 EAX bit 5: AVX512_BF16
   return f;
 }

@@ -63,7 +63,7 @@ struct KernelTable {
   /// "scalar", "sse2", "avx2", "avx512bw", "avx512" (or "baseline" off x86-64).
   const char* name;
   /// The optional instruction sets this table uses beyond its name, for logs
-  /// and /metrics: "" or a comma-separated list ("vnni", "vnni,amx-bf16").
+  /// and /metrics: "" or a comma-separated list ("vnni", "vnni,amx-bf16", "vnni,avx512-bf16").
   const char* extensions;
   /// Floats per SIMD vector (1, 4, 8, 16).
   std::size_t lanes;
