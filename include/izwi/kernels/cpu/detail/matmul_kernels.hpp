@@ -708,7 +708,9 @@ void amx_bf16_gemm(const float* x, std::size_t ldx, std::size_t m, const MatmulO
 /// vdpbf16ps against widening, microseconds per CPU-second at 1 thread, two
 /// alternated runs: m = 4 241-242 against 193-223 (the weights' stream
 /// bounds both), m = 8 327-334 against 369-400, m = 16 478-502 against
-/// 744-764; prefill (m = 512) 2.41 against 4.81 ms.
+/// 744-764; prefill (m = 512) 2.41 against 4.81 ms. From one row it was
+/// slower still (the one-row GEMV of the 151936 x 1024 lm_head: 10.7 against
+/// 9.0-9.5 ms at 1 thread, two alternated runs, load 0.8).
 inline constexpr std::size_t bf16_dot_min_rows = 8;
 
 /// matmul_group for BF16 weights with vdpbf16ps: every output BF16, m >=
