@@ -369,6 +369,29 @@ inline void pack_tap_rows_bf16(const float* const* taps, std::size_t m, std::siz
   }
 }
 
+/// The two bf16 codec GEMMs' passes: the im2col rows packed as A tiles
+/// (pack_tap_rows_bf16), an even number of 16-row blocks per pass (about
+/// conv1d_pass_floats values, at least 32 blocks), then
+/// multiply(tiles, blocks, first row, rows) for the pass.
+template <class MultiplyPass>
+inline void for_each_bf16_pass(const float* const* taps, std::size_t m, std::size_t kernel, std::size_t in,
+                               ThreadPool& pool, MultiplyPass&& multiply) noexcept {
+  using namespace amx;
+  const std::size_t k_blocks = (kernel * in + tile_k - 1) / tile_k, block_values = k_blocks * tile_values;
+  const std::size_t pass_blocks = std::max<std::size_t>(32, conv1d_pass_floats / 2 / block_values) / 2 * 2;
+  const std::size_t all_blocks = (m + tile_rows - 1) / tile_rows;
+  auto* xa = static_cast<std::uint16_t*>(
+      pool.shared_scratch(std::min(pass_blocks, all_blocks) * block_values * sizeof(std::uint16_t)));
+  for (std::size_t first_block = 0; first_block < all_blocks; first_block += pass_blocks) {
+    const std::size_t blocks = std::min(pass_blocks, all_blocks - first_block), first = first_block * tile_rows;
+    const std::size_t rows = std::min(blocks * tile_rows, m - first);
+    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
+      pack_tap_rows_bf16(taps + first * kernel, rows, kernel, in, b * tile_rows, k_blocks, xa + b * block_values);
+    });
+    multiply(static_cast<const std::uint16_t*>(xa), blocks, first, rows);
+  }
+}
+
 /// conv1d.hpp's conv1d_gemm_bf16: the row blocks packed as A tiles per pass
 /// (as conv1d_gemm packs its rows), then tasks of a 64-column panel x a slice
 /// of the row blocks, 2 x 2 tiles (1 x 2 for a lone last block) per 32 values
@@ -380,20 +403,12 @@ inline void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_
                              ThreadPool& pool) noexcept {
   static_assert(Simd<Arch>::avx512, "the AMX path is built in the AVX-512 variant only");
   using namespace amx;
-  const std::size_t k = kernel * in, k_blocks = (k + tile_k - 1) / tile_k, block_values = k_blocks * tile_values;
   if (m == 0 || n == 0) return;
+  const std::size_t k_blocks = (kernel * in + tile_k - 1) / tile_k;
   const std::size_t num_panels = (n + panel_columns - 1) / panel_columns;
-  const std::size_t panel_values = k_blocks * panel_tiles * tile_values;
-  const std::size_t pass_blocks = std::max<std::size_t>(32, conv1d_pass_floats / 2 / block_values) / 2 * 2;
-  const std::size_t all_blocks = (m + tile_rows - 1) / tile_rows;
-  auto* xa = static_cast<std::uint16_t*>(
-      pool.shared_scratch(std::min(pass_blocks, all_blocks) * block_values * sizeof(std::uint16_t)));
-  for (std::size_t first_block = 0; first_block < all_blocks; first_block += pass_blocks) {
-    const std::size_t blocks = std::min(pass_blocks, all_blocks - first_block), first = first_block * tile_rows;
-    const std::size_t rows = std::min(blocks * tile_rows, m - first);
-    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
-      pack_tap_rows_bf16(taps + first * kernel, rows, kernel, in, b * tile_rows, k_blocks, xa + b * block_values);
-    });
+  const std::size_t panel_values = k_blocks * panel_tiles * tile_values, block_values = k_blocks * tile_values;
+  for_each_bf16_pass(taps, m, kernel, in, pool, [&](const std::uint16_t* xa, std::size_t blocks, std::size_t first,
+                                                    std::size_t rows) {
     const std::size_t pairs = (blocks + 1) / 2;
     const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + num_panels - 1) / num_panels, 1, pairs);
     pool.parallel_for(num_panels * slices, [&](std::size_t task, std::size_t worker) {
@@ -409,7 +424,7 @@ inline void conv1d_gemm_bf16(const float* const* taps, std::size_t m, std::size_
       }
       release();
     });
-  }
+  });
 }
 
 // ------------------------------ bf16 with vdpbf16ps (codec GEMM) ----
@@ -464,20 +479,12 @@ inline void conv1d_gemm_bf16_dot(const float* const* taps, std::size_t m, std::s
                                  ThreadPool& pool) noexcept {
   static_assert(Simd<Arch>::avx512, "the vdpbf16ps path is built in the AVX-512 variant only");
   using namespace amx;
-  const std::size_t k = kernel * in, k_blocks = (k + tile_k - 1) / tile_k, block_values = k_blocks * tile_values;
   if (m == 0 || n == 0) return;
+  const std::size_t k_blocks = (kernel * in + tile_k - 1) / tile_k;
   const std::size_t num_panels = (n + panel_columns - 1) / panel_columns;
-  const std::size_t panel_values = k_blocks * panel_tiles * tile_values;
-  const std::size_t pass_blocks = std::max<std::size_t>(32, conv1d_pass_floats / 2 / block_values);
-  const std::size_t all_blocks = (m + tile_rows - 1) / tile_rows;
-  auto* xa = static_cast<std::uint16_t*>(
-      pool.shared_scratch(std::min(pass_blocks, all_blocks) * block_values * sizeof(std::uint16_t)));
-  for (std::size_t first_block = 0; first_block < all_blocks; first_block += pass_blocks) {
-    const std::size_t blocks = std::min(pass_blocks, all_blocks - first_block), first = first_block * tile_rows;
-    const std::size_t rows = std::min(blocks * tile_rows, m - first);
-    pool.parallel_for(blocks, [&](std::size_t b, std::size_t) {
-      pack_tap_rows_bf16(taps + first * kernel, rows, kernel, in, b * tile_rows, k_blocks, xa + b * block_values);
-    });
+  const std::size_t panel_values = k_blocks * panel_tiles * tile_values, block_values = k_blocks * tile_values;
+  for_each_bf16_pass(taps, m, kernel, in, pool, [&](const std::uint16_t* xa, std::size_t blocks, std::size_t first,
+                                                    std::size_t rows) {
     const std::size_t slices = std::clamp<std::size_t>((4 * pool.size() + num_panels - 1) / num_panels, 1, blocks);
     pool.parallel_for(num_panels * slices, [&](std::size_t task, std::size_t) {
       const std::size_t p = task / slices, slice = task % slices;
@@ -490,7 +497,7 @@ inline void conv1d_gemm_bf16_dot(const float* const* taps, std::size_t m, std::s
                                 cols, y + (first + b * tile_rows + r) * ldy + n0, ldy);
       }
     });
-  }
+  });
 }
 #else
 template <class Arch>

@@ -8,9 +8,10 @@
 // Why: one vdpbf16ps zmm does 32 multiply-adds (16 lanes, a pair of bf16
 // values each) where vfmadd231ps does 16, and it takes the weights as
 // stored, with no widening instruction. On the AMD EPYC (Zen 5, AVX512_BF16,
-// no AMX) of 2026-12-07 the two issue at the same rate (12 independent
-// chains, 1 thread: 2.5-2.7 G instructions/s each), so BF16's compute-bound
-// products run up to twice as fast. On Sapphire Rapids vdpbf16ps issues at
+// no AMX) of 2026-12-07 they issue at nearly the same rate (12 independent
+// chains in registers, 1 thread, a timing loop run alone with the load not
+// checked: 7.3 G vdpbf16ps/s against 8.1 G vfmadd231ps/s), so BF16's
+// compute-bound products can run up to 1.8x as fast. On Sapphire Rapids vdpbf16ps issues at
 // half that rate (matmul_amx_kernels.hpp); CPUs with AMX keep the AMX path,
 // or the widening one when the OS withholds the tiles.
 //
@@ -108,10 +109,7 @@ inline void decode_block(const std::uint16_t* xb, std::size_t ldb, const WeightM
   const std::size_t k = w.cols;
   const std::byte* rows[C];
   const std::byte* next[C];
-  for (std::size_t c = 0; c < C; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));  // past `cols`: computed, not written
-    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
-  }
+  block_weight_rows<C>(w, n, cols, prefetch, rows, next);
   __m512 acc[R][C];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();

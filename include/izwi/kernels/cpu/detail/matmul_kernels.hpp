@@ -309,6 +309,18 @@ inline void store_block_sums(typename Simd<Arch>::vec (&acc)[R][C], float* y, st
     }
 }
 
+/// The C weight rows of a register block from row n (rows past `cols`
+/// repeat the last one: computed, not written), and the C rows after them
+/// to prefetch when `prefetch` (else the block's own rows again).
+template <std::size_t C>
+inline void block_weight_rows(const WeightMatrix& w, std::size_t n, std::size_t cols, bool prefetch,
+                              const std::byte* (&rows)[C], const std::byte* (&next)[C]) noexcept {
+  for (std::size_t c = 0; c < C; ++c) {
+    rows[c] = w.row(n + std::min(c, cols - 1));
+    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
+  }
+}
+
 /// R activation rows x weight rows n .. n+cols-1 (cols <= C) over all of k,
 /// widening the weights in registers; prefetches the C rows that follow
 /// when `prefetch` (the first group of rows over these weights).
@@ -321,10 +333,7 @@ inline void batched_block(const float* x, std::size_t ldx, const WeightMatrix& w
   const std::size_t k = w.cols;
   const std::byte* rows[C];
   const std::byte* next[C];
-  for (std::size_t c = 0; c < C; ++c) {
-    rows[c] = w.row(n + std::min(c, cols - 1));  // past `cols`: computed, not written
-    next[c] = prefetch && n + cols + c < w.rows ? w.row(n + cols + c) : rows[c];
-  }
+  block_weight_rows<C>(w, n, cols, prefetch, rows, next);
   vec acc[R][C];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t c = 0; c < C; ++c) acc[r][c] = S::zero();
