@@ -20,17 +20,19 @@ static_assert(std::is_same_v<detail::KernelArch, xsimd::avx512bw>, "xsimd did no
 // vpdpbusd, chosen by baseline.cpp on a CPU with AVX512_VNNI; "avx512" with
 // AVX-512 BW's vpmaddubsw for a CPU without it; and that same code as
 // "avx512bw", so that tests and IZWI_CPU_ARCH reach it on a VNNI CPU too.
-// A fourth, "avx512" with VNNI and BF16 weights on AMX tiles
-// (detail/matmul_amx_kernels.hpp), for a CPU with AMX-BF16 whose OS grants
-// the tile state; a fifth, "avx512" with VNNI and BF16 weights through
-// vdpbf16ps (detail/matmul_bf16_dot_kernels.hpp), for a CPU with AVX512_BF16
-// and no AMX. avx512bw and the other two neither round BF16 activations.
+// A fourth, "avx512" with BF16 weights on AMX-BF16 tiles
+// (detail/matmul_amx_kernels.hpp) and Q8_0 weights of 9 to 16 activation
+// rows on AMX-INT8 tiles (detail/matmul_q8_amx_kernels.hpp), for a CPU with
+// both whose OS grants the tile state; a fifth, "avx512" with VNNI and BF16
+// weights through vdpbf16ps (detail/matmul_bf16_dot_kernels.hpp), for a CPU
+// with AVX512_BF16 and no AMX. avx512bw and the other two neither round
+// BF16 activations.
 using detail::Bf16Gemm;
 using detail::Int8Dot;
 extern const KernelTable avx512_amx_kernels, avx512_bf16_dot_kernels, avx512_kernels, avx512_without_vnni_kernels,
     avx512bw_kernels;
 constinit const KernelTable avx512_amx_kernels =
-    detail::make_kernel_table<detail::KernelArch, Int8Dot::vnni, Bf16Gemm::amx>("avx512");
+    detail::make_kernel_table<detail::KernelArch, Int8Dot::amx, Bf16Gemm::amx>("avx512");
 constinit const KernelTable avx512_bf16_dot_kernels =
     detail::make_kernel_table<detail::KernelArch, Int8Dot::vnni, Bf16Gemm::dot>("avx512");
 constinit const KernelTable avx512_kernels = detail::make_kernel_table<detail::KernelArch, Int8Dot::vnni>("avx512");

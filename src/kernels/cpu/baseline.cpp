@@ -56,7 +56,7 @@ struct X86Features {
   bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled
   bool avx512 = false;  // AVX-512 F/CD/BW/DQ/VL, ZMM and opmask state enabled
   bool avx512_vnni = false;  // and AVX512_VNNI (the Q8_0 matmuls' int8 dot product)
-  bool amx_bf16 = false;     // and AMX-TILE + AMX-BF16, tile state granted (the BF16 matmuls)
+  bool amx = false;  // and AMX-TILE, AMX-BF16 and AMX-INT8, tile state granted (the BF16 and Q8_0 matmuls)
   // Or else: AVX512_BF16 on a CPU with no AMX at all (vdpbf16ps for the BF16
   // matmuls). Not on an AMX CPU whose OS withholds the tiles: there (Sapphire
   // Rapids) vdpbf16ps runs at half the rate of the widening FMAs.
@@ -97,8 +97,8 @@ X86Features detect_x86() noexcept {
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512cd && avx512bw && avx512vl;
   f.avx512_vnni = f.avx512 && (ecx & (1u << 11));
-  const bool amx_tile = edx & (1u << 24), amx_bf16 = edx & (1u << 22);
-  f.amx_bf16 = f.avx512_vnni && amx_tile && amx_bf16 && amx_tile_state_granted();
+  const bool amx_tile = edx & (1u << 24), amx_bf16 = edx & (1u << 22), amx_int8 = edx & (1u << 25);
+  f.amx = f.avx512_vnni && amx_tile && amx_bf16 && amx_int8 && amx_tile_state_granted();
   if (leaf7_subleaves >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
     f.avx512_bf16_dot = f.avx512_vnni && !amx_tile && (eax & (1u << 5));  // leaf 7.1 EAX bit 5: AVX512_BF16
   return f;
@@ -130,7 +130,7 @@ struct Variants {
     // "avx512bw" (no VNNI, no AMX) is listed for tests and IZWI_CPU_ARCH;
     // "avx512" uses VNNI, AMX and AVX512_BF16 where the CPU has them and is the best.
     add(&variants::avx512bw_kernels, cpu.avx512);
-    add(cpu.amx_bf16          ? &variants::avx512_amx_kernels
+    add(cpu.amx               ? &variants::avx512_amx_kernels
         : cpu.avx512_bf16_dot ? &variants::avx512_bf16_dot_kernels
         : cpu.avx512_vnni     ? &variants::avx512_kernels
                               : &variants::avx512_without_vnni_kernels,

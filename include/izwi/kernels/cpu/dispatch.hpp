@@ -12,8 +12,9 @@
 //   "avx512bw" AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4)
 //   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
 //              where cpuid reports it (detected separately), else avx512bw's,
-//              and whose BF16 matmuls of 4 rows or more run on AMX tiles
-//              where the CPU has AMX-BF16 and the OS grants the tile state,
+//              and whose BF16 matmuls of 4 rows or more (and Q8_0 ones of 9
+//              to 16 rows) run on AMX tiles where the CPU has AMX-BF16 and
+//              AMX-INT8 and the OS grants the tile state,
 //              else those of 8 rows or more with AVX512_BF16's vdpbf16ps
 //              where the CPU has it and no AMX (Zen 4, Zen 5)
 //
@@ -63,7 +64,7 @@ struct KernelTable {
   /// "scalar", "sse2", "avx2", "avx512bw", "avx512" (or "baseline" off x86-64).
   const char* name;
   /// The optional instruction sets this table uses beyond its name, for logs
-  /// and /metrics: "" or a comma-separated list ("vnni", "vnni,amx-bf16", "vnni,avx512-bf16").
+  /// and /metrics: "" or a comma-separated list ("vnni", "vnni,amx-bf16,amx-int8", "vnni,avx512-bf16").
   const char* extensions;
   /// Floats per SIMD vector (1, 4, 8, 16).
   std::size_t lanes;

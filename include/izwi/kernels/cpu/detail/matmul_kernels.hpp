@@ -12,6 +12,7 @@
 
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "izwi/kernels/cpu/detail/matmul_amx_kernels.hpp"
+#include "izwi/kernels/cpu/detail/matmul_q8_amx_kernels.hpp"
 #include "izwi/kernels/cpu/detail/matmul_q8_kernels.hpp"
 #include "izwi/kernels/cpu/detail/simd.hpp"
 #include "izwi/kernels/cpu/detail/tile_prefetch.hpp"
@@ -730,6 +731,19 @@ template <class Arch>
 inline void bf16_dot_matmul(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
                             std::size_t count, ThreadPool& pool) noexcept;
 
+/// The Q8_0 integer path (matmul_q8_kernels.hpp) with Dot's columns kernel.
+template <class Arch, Int8Dot Dot>
+inline void q8_matmul_quantized(const float* x, std::size_t ldx, std::size_t m, const MatmulOutput* outs,
+                                std::size_t count, ThreadPool& pool) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  if constexpr (Dot == Int8Dot::amx) {
+    q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns_amx);
+    return;
+  }
+#endif
+  q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+}
+
 /// Dot: how Q8_0 weights' integer dot products are computed (matmul_q8_kernels.hpp);
 /// Bf16: how BF16 weights are multiplied (matmul_amx_kernels.hpp,
 /// matmul_bf16_dot_kernels.hpp).
@@ -749,7 +763,7 @@ inline void matmul_group(const float* x, std::size_t ldx, std::size_t m, const M
       return;
     }
   }
-  if (m <= q8_quantized_max_rows<Arch, Dot> && all_q8_0(outs, count)) q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+  if (m <= q8_quantized_max_rows<Arch, Dot> && all_q8_0(outs, count)) q8_matmul_quantized<Arch, Dot>(x, ldx, m, outs, count, pool);
   else if (m < batched_min_rows) gemv<Arch>(x, ldx, m, outs, count, pool);
   else if (m <= gemv_max_rows) gemv_batched<Arch>(x, ldx, m, outs, count, pool);
   else gemm<Arch>(x, ldx, m, outs, count, pool);
@@ -794,7 +808,7 @@ inline void matmul_group_batch_invariant(const float* x, std::size_t ldx, std::s
   if (m == 0 || count == 0) return;
   if constexpr (q8_batch_invariant_quantized<Arch, Dot>) {
     if (all_q8_0(outs, count)) {
-      q8_gemv_quantized<Arch>(x, ldx, m, outs, count, pool, &q8_columns<Arch, Dot>);
+      q8_matmul_quantized<Arch, Dot>(x, ldx, m, outs, count, pool);
       return;
     }
   }

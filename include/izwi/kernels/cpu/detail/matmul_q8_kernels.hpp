@@ -59,8 +59,14 @@
 
 namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
-/// How a variant computes the int8 dot product of two 32-value blocks.
-enum class Int8Dot { generic, avx2, vnni };
+/// How a variant computes the int8 dot product of two 32-value blocks:
+/// a plain loop, AVX2's vpmaddubsw, AVX-512 VNNI's vpdpbusd, or (amx) the
+/// VNNI tiles with AMX-INT8's tdpbsud for 9 to 16 activation rows
+/// (matmul_q8_amx_kernels.hpp).
+enum class Int8Dot { generic, avx2, vnni, amx };
+
+/// Whether Dot uses the 512-bit VNNI tiles (the vnni and amx variants).
+inline constexpr bool uses_vnni512(Int8Dot dot) noexcept { return dot == Int8Dot::vnni || dot == Int8Dot::amx; }
 
 template <class Arch>
 inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx512 ? Int8Dot::avx2 : Int8Dot::generic;
@@ -87,7 +93,7 @@ inline constexpr Int8Dot default_int8_dot = Simd<Arch>::avx2 || Simd<Arch>::avx5
 /// 2.1) and loses at 16 (0.90 -> 0.38) to the same tiles.
 template <class Arch, Int8Dot Dot>
 inline constexpr std::size_t q8_quantized_max_rows =
-    Simd<Arch>::avx512 ? (Dot == Int8Dot::vnni ? gemv_max_rows : 1) : 11;
+    Simd<Arch>::avx512 ? (uses_vnni512(Dot) ? gemv_max_rows : 1) : 11;
 
 /// Whether matmul_group_batch_invariant takes this path for Q8_0 weights,
 /// at every m (so a row's bits never depend on m): where its integer dot
@@ -98,7 +104,7 @@ inline constexpr std::size_t q8_quantized_max_rows =
 /// here does not depend on the other rows or m by construction (each row is
 /// quantized and summed alone, in block order).
 template <class Arch, Int8Dot Dot>
-inline constexpr bool q8_batch_invariant_quantized = Dot == Int8Dot::vnni || (Dot == Int8Dot::avx2 && !Simd<Arch>::avx512);
+inline constexpr bool q8_batch_invariant_quantized = uses_vnni512(Dot) || (Dot == Int8Dot::avx2 && !Simd<Arch>::avx512);
 
 /// Activation rows quantized to Q8_0-style blocks (step 1 above), block by
 /// block: block b of rows 0..m-1 lie side by side, so that the blocks of
@@ -701,7 +707,7 @@ template <class Arch, Int8Dot Dot>
 inline void q8_columns(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0, std::size_t n1,
                        float* y, std::size_t ldy) noexcept {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-  if constexpr (Dot == Int8Dot::vnni) {
+  if constexpr (uses_vnni512(Dot)) {
     q8_columns_vnni512(xq, m, w, n0, n1, y, ldy);
     return;
   }

@@ -49,9 +49,9 @@ template <class Arch, Int8Dot Dot = default_int8_dot<Arch>, Bf16Gemm Bf16 = Bf16
 constexpr KernelTable make_kernel_table(const char* name) noexcept {
   return KernelTable{
       .name = name,
-      .extensions = Bf16 == Bf16Gemm::amx   ? "vnni,amx-bf16"
+      .extensions = Bf16 == Bf16Gemm::amx   ? (Dot == Int8Dot::amx ? "vnni,amx-bf16,amx-int8" : "vnni,amx-bf16")
                     : Bf16 == Bf16Gemm::dot ? "vnni,avx512-bf16"
-                    : Dot == Int8Dot::vnni  ? "vnni"
+                    : uses_vnni512(Dot)     ? "vnni"
                                             : "",
       .lanes = Simd<Arch>::lanes,
       .q8_0_quantized_max_rows = q8_quantized_max_rows<Arch, Dot>,
