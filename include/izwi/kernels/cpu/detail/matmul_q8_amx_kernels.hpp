@@ -1,8 +1,8 @@
 #pragma once
 // Q8_0 weights on AMX-INT8 tiles (tdpbsud): the quantized-activation path of
-// matmul_q8_kernels.hpp for 9 to 16 activation rows (batched decode, and
-// Qwen3-TTS's talker and code predictor through
-// matmul_group_batch_invariant), in the "avx512" table of a CPU with AMX
+// matmul_q8_kernels.hpp from 9 activation rows (batched decode of 9 to 16
+// rows, and Qwen3-TTS's talker and code predictor at any such row count
+// through matmul_group_batch_invariant, 16 rows at a time), in the "avx512" table of a CPU with AMX
 // whose operating system grants the tile state (Int8Dot::amx; baseline.cpp).
 // Instantiated through matmul_kernels.hpp by avx512.cpp only.
 //
@@ -35,6 +35,7 @@
 // AMX kernels do (matmul_amx_kernels.hpp); the tile instructions are inline
 // assembly (no -mamx-* flag for avx512.cpp).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -99,12 +100,12 @@ inline void q8_tile_sums(const std::int8_t* activations, const __m512i* weights,
       : "memory");
 }
 
-/// Activation rows 0 .. R-1 (R = xq.m, 9 to 16: a constant, so that the
-/// accumulators stay in registers) x weight rows n .. n+15. Prefetches
-/// `ahead` bytes past its rows.
+/// Activation rows r0 .. r0+R-1 (R: 9 to 16, the rows of the loaded tile
+/// configuration; a constant, so that the accumulators stay in registers)
+/// x weight rows n .. n+15. Prefetches `ahead` bytes past its rows.
 template <std::size_t R>
-inline void q8_tile_amx_t16(const QuantizedRows& xq, const WeightMatrix& w, std::size_t n, std::size_t ahead,
-                            float* y, std::size_t ldy) noexcept {
+inline void q8_tile_amx_t16(const QuantizedRows& xq, std::size_t r0, const WeightMatrix& w, std::size_t n,
+                            std::size_t ahead, float* y, std::size_t ldy) noexcept {
   constexpr std::size_t lag = 2;  // blocks between the pipeline's stages
   const std::size_t blocks = xq.k / q8_0_block_values, stride = w.row_bytes();
   const std::byte* first = w.row(n);
@@ -121,12 +122,12 @@ inline void q8_tile_amx_t16(const QuantizedRows& xq, const WeightMatrix& w, std:
     q8_t16_transpose(block, stride, t);
     for (std::size_t e = 0; e < 8; ++e) _mm512_store_si512(&transposed[b % (lag + 1)][e], t[e]);
   };
-  auto multiply = [&](std::size_t b) { q8_tile_sums(xq.block(0, b), transposed[b % (lag + 1)], &sums[b % (lag + 1)][0][0]); };
+  auto multiply = [&](std::size_t b) { q8_tile_sums(xq.block(r0, b), transposed[b % (lag + 1)], &sums[b % (lag + 1)][0][0]); };
   auto scale = [&](std::size_t b) {  // as q8_tile_vnni512_t16 does, from the stored sums
     const std::byte* block = first + b * q8_0_block_bytes;
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, block, 1)));
     for (std::size_t r = 0; r < R; ++r) {
-      const std::size_t at = xq.at(r, b);
+      const std::size_t at = xq.at(r0 + r, b);
       __m512i s = _mm512_load_si512(sums[b % (lag + 1)][r]);
       s = _mm512_sub_epi32(s, _mm512_set1_epi32(128 * xq.sums[at]));
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[at]));
@@ -147,34 +148,48 @@ inline void q8_tile_amx_t16(const QuantizedRows& xq, const WeightMatrix& w, std:
     const __m512 lanes = _mm512_castpd_ps(_mm512_insertf64x4(
         _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0]))), _mm256_castps_pd(_mm512_cvtpd_ps(acc[r][1])), 1));
     // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
-    _mm512_storeu_ps(y + r * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
+    _mm512_storeu_ps(y + (r0 + r) * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
   }
 }
 
-/// q8_tile_amx_t16 with R = xq.m (q8_amx_min_rows to 16).
+/// q8_tile_amx_t16 with R = rows (q8_amx_min_rows to 16).
 template <std::size_t... I>
-inline void q8_tile_amx_rows(const QuantizedRows& xq, const WeightMatrix& w, std::size_t n, std::size_t ahead,
-                             float* y, std::size_t ldy, std::index_sequence<I...>) noexcept {
-  (void)((xq.m == I + q8_amx_min_rows ? (q8_tile_amx_t16<I + q8_amx_min_rows>(xq, w, n, ahead, y, ldy), true) : false) || ...);
+inline void q8_tile_amx_rows(const QuantizedRows& xq, std::size_t r0, std::size_t rows, const WeightMatrix& w,
+                             std::size_t n, std::size_t ahead, float* y, std::size_t ldy,
+                             std::index_sequence<I...>) noexcept {
+  (void)((rows == I + q8_amx_min_rows ? (q8_tile_amx_t16<I + q8_amx_min_rows>(xq, r0, w, n, ahead, y, ldy), true)
+                                      : false) ||
+         ...);
 }
 
 }  // namespace amx
 
-/// q8_columns for the AMX table: for q8_amx_min_rows to 16 activation rows,
-/// 16 weight rows at a time on tiles while 16 remain; the rest (and other
-/// row counts) as the VNNI table computes them.
+/// q8_columns for the AMX table: from q8_amx_min_rows activation rows, in
+/// groups of 16 rows (the last one its rest: on tiles from 9 rows, else on
+/// the VNNI tile), each over the task's 16-row weight tiles (from L2 after
+/// the first group); the weight rows past the last whole tile, and fewer
+/// activation rows, as the VNNI table computes them.
 inline void q8_columns_amx(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n0,
                            std::size_t n1, float* y, std::size_t ldy) noexcept {
-  std::size_t n = n0;
-  if (m >= amx::q8_amx_min_rows && m <= 16 && q8_t16_applies(m, w) && n + 16 <= n1) {
-    amx::load_q8_config(m);
-    for (; n + 16 <= n1; n += 16) {
-      const std::size_t ahead = n + 32 <= w.rows ? 16 * w.row_bytes() : 0;
-      amx::q8_tile_amx_rows(xq, w, n, ahead, y, ldy, std::make_index_sequence<17 - amx::q8_amx_min_rows>{});
+  const std::size_t tiled_end = n0 + (n1 - n0) / 16 * 16;
+  if (m < amx::q8_amx_min_rows || !q8_t16_applies(m, w) || tiled_end == n0) {
+    q8_columns_vnni512(xq, m, w, n0, n1, y, ldy);
+    return;
+  }
+  for (std::size_t r0 = 0; r0 < m; r0 += 16) {
+    const std::size_t rows = std::min<std::size_t>(16, m - r0);
+    if (rows < amx::q8_amx_min_rows) {
+      for (std::size_t n = n0; n < tiled_end; n += 16) q8_columns_vnni512_t16(xq, r0 + rows, w, n, y, ldy, r0);
+      continue;
+    }
+    amx::load_q8_config(rows);
+    for (std::size_t n = n0; n < tiled_end; n += 16) {
+      const std::size_t ahead = r0 == 0 && n + 32 <= w.rows ? 16 * w.row_bytes() : 0;
+      amx::q8_tile_amx_rows(xq, r0, rows, w, n, ahead, y, ldy, std::make_index_sequence<17 - amx::q8_amx_min_rows>{});
     }
     amx::release();
   }
-  if (n < n1) q8_columns_vnni512(xq, m, w, n, n1, y, ldy);
+  if (tiled_end < n1) q8_columns_vnni512(xq, m, w, tiled_end, n1, y, ldy);
 }
 
 #endif  // AVX-512

@@ -634,16 +634,16 @@ inline bool q8_t16_applies(std::size_t m, const WeightMatrix& w) noexcept {
   return m >= 2 && 15 * w.row_bytes() <= std::size_t{INT32_MAX};
 }
 
-/// All m activation rows x weight rows n .. n+15, 8 rows at a time (8 x 2
-/// double accumulators and the 8 weight vectors fill the 32 registers); the
-/// first group prefetches the next 16 weight rows, the others find these in
-/// L1 (or L2 when k is large).
+/// Activation rows r0 .. m-1 x weight rows n .. n+15, 8 rows at a time (8 x
+/// 2 double accumulators and the 8 weight vectors fill the 32 registers);
+/// the first group prefetches the next 16 weight rows, the others find
+/// these in L1 (or L2 when k is large).
 inline void q8_columns_vnni512_t16(const QuantizedRows& xq, std::size_t m, const WeightMatrix& w, std::size_t n,
-                                   float* y, std::size_t ldy) noexcept {
+                                   float* y, std::size_t ldy, std::size_t r0 = 0) noexcept {
   const std::size_t ahead = n + 32 <= w.rows ? 16 * w.row_bytes() : 0;
-  std::size_t r = 0;
-  for (; r + 8 <= m; r += 8) q8_tile_vnni512_t16<8>(xq, r, w, n, r == 0 ? ahead : 0, y, ldy);
-  const std::size_t a = r == 0 ? ahead : 0;
+  std::size_t r = r0;
+  for (; r + 8 <= m; r += 8) q8_tile_vnni512_t16<8>(xq, r, w, n, r == r0 ? ahead : 0, y, ldy);
+  const std::size_t a = r == r0 ? ahead : 0;
   switch (m - r) {
     case 0: break;
     case 1: q8_tile_vnni512_t16<1>(xq, r, w, n, a, y, ldy); break;
