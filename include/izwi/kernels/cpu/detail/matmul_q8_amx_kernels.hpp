@@ -1,10 +1,11 @@
 #pragma once
 // Q8_0 weights on AMX-INT8 tiles (tdpbsud): the quantized-activation path of
 // matmul_q8_kernels.hpp from 9 activation rows (batched decode of 9 to 16
-// rows, and Qwen3-TTS's talker and code predictor at any such row count
-// through matmul_group_batch_invariant, 16 rows at a time), in the "avx512" table of a CPU with AMX
-// whose operating system grants the tile state (Int8Dot::amx; baseline.cpp).
-// Instantiated through matmul_kernels.hpp by avx512.cpp only.
+// rows; Qwen3-TTS's talker and code predictor through
+// matmul_group_batch_invariant at any such row count, 16 rows at a time),
+// in the "avx512" table of a CPU with AMX whose operating system grants the
+// tile state (Int8Dot::amx; baseline.cpp). Instantiated through
+// matmul_kernels.hpp by avx512.cpp only.
 //
 // It is the transposed VNNI tile (q8_tile_vnni512_t16) with its block sums
 // computed on a tile. That tile spends, per Q8_0 block and 16 weight rows,
