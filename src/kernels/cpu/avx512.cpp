@@ -21,7 +21,7 @@ static_assert(std::is_same_v<detail::KernelArch, xsimd::avx512bw>, "xsimd did no
 // AVX-512 BW's vpmaddubsw for a CPU without it; and that same code as
 // "avx512bw", so that tests and IZWI_CPU_ARCH reach it on a VNNI CPU too.
 // A fourth, "avx512" with BF16 weights on AMX-BF16 tiles
-// (detail/matmul_amx_kernels.hpp) and Q8_0 weights of 9 to 16 activation
+// (detail/matmul_amx_kernels.hpp) and Q8_0 weights of 9 or more activation
 // rows on AMX-INT8 tiles (detail/matmul_q8_amx_kernels.hpp), for a CPU with
 // both whose OS grants the tile state; a fifth, "avx512" with VNNI and BF16
 // weights through vdpbf16ps (detail/matmul_bf16_dot_kernels.hpp), for a CPU

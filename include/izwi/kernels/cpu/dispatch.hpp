@@ -13,7 +13,7 @@
 //   "avx512"   the same, whose Q8_0 matmuls use AVX512_VNNI's int8 dot product
 //              where cpuid reports it (detected separately), else avx512bw's,
 //              and whose BF16 matmuls of 4 rows or more (and Q8_0 ones of 9
-//              to 16 rows) run on AMX tiles where the CPU has AMX-BF16 and
+//              rows or more) run on AMX tiles where the CPU has AMX-BF16 and
 //              AMX-INT8 and the OS grants the tile state,
 //              else those of 8 rows or more with AVX512_BF16's vdpbf16ps
 //              where the CPU has it and no AMX (Zen 4, Zen 5)

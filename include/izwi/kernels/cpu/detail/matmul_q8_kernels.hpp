@@ -61,7 +61,7 @@ namespace izwi::kernels::cpu::detail::inline IZWI_KERNELS_VARIANT {
 
 /// How a variant computes the int8 dot product of two 32-value blocks:
 /// a plain loop, AVX2's vpmaddubsw, AVX-512 VNNI's vpdpbusd, or (amx) the
-/// VNNI tiles with AMX-INT8's tdpbsud for 9 to 16 activation rows
+/// VNNI tiles with AMX-INT8's tdpbsud from 9 activation rows
 /// (matmul_q8_amx_kernels.hpp).
 enum class Int8Dot { generic, avx2, vnni, amx };
 
