@@ -110,8 +110,7 @@ inline void q8_tile_amx_t16(const QuantizedRows& xq, std::size_t r0, const Weigh
   constexpr std::size_t lag = 2;  // blocks between the pipeline's stages
   const std::size_t blocks = xq.k / q8_0_block_values, stride = w.row_bytes();
   const std::byte* first = w.row(n);
-  const __m512i scale_offsets = _mm512_mullo_epi32(_mm512_loadu_si512(q8_t16_lane_row),
-                                                   _mm512_set1_epi32(static_cast<int>(stride)));
+  const __m512i scale_offsets = q8_t16_scale_offsets(stride);
   alignas(64) __m512i transposed[lag + 1][8];  // B tiles: written lag blocks before they are read
   alignas(64) std::int32_t sums[lag + 1][16][16];  // C tiles: stored lag blocks before they are scaled
   __m512d acc[R][2];
@@ -123,20 +122,14 @@ inline void q8_tile_amx_t16(const QuantizedRows& xq, std::size_t r0, const Weigh
     q8_t16_transpose(block, stride, t);
     for (std::size_t e = 0; e < 8; ++e) _mm512_store_si512(&transposed[b % (lag + 1)][e], t[e]);
   };
-  auto multiply = [&](std::size_t b) { q8_tile_sums(xq.block(r0, b), transposed[b % (lag + 1)], &sums[b % (lag + 1)][0][0]); };
+  auto multiply = [&](std::size_t b) {
+    q8_tile_sums(xq.block(r0, b), transposed[b % (lag + 1)], &sums[b % (lag + 1)][0][0]);
+  };
   auto scale = [&](std::size_t b) {  // as q8_tile_vnni512_t16 does, from the stored sums
-    const std::byte* block = first + b * q8_0_block_bytes;
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, block, 1)));
+    const __m512 dw = q8_t16_weight_scales(scale_offsets, first + b * q8_0_block_bytes);
     for (std::size_t r = 0; r < R; ++r) {
       const std::size_t at = xq.at(r0 + r, b);
-      __m512i s = _mm512_load_si512(sums[b % (lag + 1)][r]);
-      s = _mm512_sub_epi32(s, _mm512_set1_epi32(128 * xq.sums[at]));
-      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[at]));
-      acc[r][0] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(s)),
-                                  _mm512_cvtps_pd(_mm512_castps512_ps256(d)), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s, 1)),
-                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1))),
-                                  acc[r][1]);
+      q8_t16_accumulate(acc[r], _mm512_load_si512(sums[b % (lag + 1)][r]), dw, xq.d[at], xq.sums[at]);
     }
   };
   // Stage b: transpose b, multiply b - lag, scale b - 2 lag.
@@ -145,12 +138,7 @@ inline void q8_tile_amx_t16(const QuantizedRows& xq, std::size_t r0, const Weigh
     if (b >= lag && b - lag < blocks) multiply(b - lag);
     if (b >= 2 * lag) scale(b - 2 * lag);
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    const __m512 lanes = _mm512_castpd_ps(_mm512_insertf64x4(
-        _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0]))), _mm256_castps_pd(_mm512_cvtpd_ps(acc[r][1])), 1));
-    // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
-    _mm512_storeu_ps(y + (r0 + r) * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
-  }
+  for (std::size_t r = 0; r < R; ++r) q8_t16_store(acc[r], y + (r0 + r) * ldy + n);
 }
 
 /// q8_tile_amx_t16 with R = rows (q8_amx_min_rows to 16).

@@ -578,6 +578,41 @@ inline void q8_t16_transpose(const std::byte* block, std::size_t stride, __m512i
   }
 }
 
+/// The gather offsets of the 16 transposed weight rows' block starts (lane
+/// l: row q8_t16_lane_row[l], rows `stride` bytes apart).
+inline __m512i q8_t16_scale_offsets(std::size_t stride) noexcept {
+  return _mm512_mullo_epi32(_mm512_loadu_si512(q8_t16_lane_row), _mm512_set1_epi32(static_cast<int>(stride)));
+}
+
+/// Each lane's binary16 weight scale: the low half of the dword that starts its row's block.
+inline __m512 q8_t16_weight_scales(__m512i scale_offsets, const std::byte* block) noexcept {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, block, 1)));
+}
+
+/// Adds one activation row's block to its 16 double accumulators: s, the
+/// 16 block sums of w + 128 (unsigned) times x, less 128 * x_sum (the
+/// block's sum of x), times float(d_w * d_x). double(s) * double(d) is
+/// exact, so the fused add rounds as the plain one. Every tile over the
+/// transposed weights scales this way, so a row's bits do not depend on
+/// which one computed it.
+inline void q8_t16_accumulate(__m512d (&acc)[2], __m512i s, __m512 dw, float dx, std::int32_t x_sum) noexcept {
+  s = _mm512_sub_epi32(s, _mm512_set1_epi32(128 * x_sum));
+  const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
+  acc[0] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(s)), _mm512_cvtps_pd(_mm512_castps512_ps256(d)),
+                           acc[0]);
+  acc[1] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s, 1)),
+                           _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1))), acc[1]);
+}
+
+/// A row's 16 accumulators, rounded to float, into y[0..15] in row order.
+inline void q8_t16_store(const __m512d (&acc)[2], float* y) noexcept {
+  // Both halves in one vector (insertf64x4: AVX-512 F, where insertf32x8 needs DQ).
+  const __m512 lanes = _mm512_castpd_ps(_mm512_insertf64x4(
+      _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[0]))), _mm256_castps_pd(_mm512_cvtpd_ps(acc[1])), 1));
+  // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
+  _mm512_storeu_ps(y, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 /// Activation rows r0 .. r0+R-1 x weight rows n .. n+15 (all 16 written).
 /// Prefetches `ahead` bytes past its rows (the first row group: the next 16
 /// rows; 0, its own rows, for the others).
@@ -586,8 +621,7 @@ inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const W
                                 std::size_t ahead, float* y, std::size_t ldy) noexcept {
   const std::size_t blocks = xq.k / q8_0_block_values, stride = w.row_bytes();
   const std::byte* first = w.row(n);
-  __m512i scale_offsets = _mm512_loadu_si512(q8_t16_lane_row);
-  scale_offsets = _mm512_mullo_epi32(scale_offsets, _mm512_set1_epi32(static_cast<int>(stride)));
+  const __m512i scale_offsets = q8_t16_scale_offsets(stride);
   __m512d acc[R][2];
   for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
   for (std::size_t b = 0, at0 = r0; b < blocks; ++b, at0 += xq.m) {  // at0 = xq.at(r0, b)
@@ -595,8 +629,7 @@ inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const W
     for (std::size_t j = 0; j < 16; ++j) __builtin_prefetch(block + j * stride + ahead);
     __m512i t[8];
     q8_t16_transpose(block, stride, t);
-    // Each lane's binary16 scale: the low half of the dword that starts its row's block.
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, block, 1)));
+    const __m512 dw = q8_t16_weight_scales(scale_offsets, block);
     for (std::size_t r = 0; r < R; ++r) {
       const std::size_t at = at0 + r;
       const std::int8_t* xb = xq.q + at * q8_0_block_values;
@@ -606,24 +639,10 @@ inline void q8_tile_vnni512_t16(const QuantizedRows& xq, std::size_t r0, const W
         std::memcpy(&x4, xb + 4 * e, 4);
         s = vnni_dot512_add(s, t[e], _mm512_set1_epi32(x4));
       }
-      // The products of w + 128 are the wanted ones plus 128 * (the block's sum of x).
-      s = _mm512_sub_epi32(s, _mm512_set1_epi32(128 * xq.sums[at]));
-      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[at]));
-      // double(s) * double(d) is exact: the fused add rounds as the plain one.
-      acc[r][0] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(s)),
-                                  _mm512_cvtps_pd(_mm512_castps512_ps256(d)), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s, 1)),
-                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1))),
-                                  acc[r][1]);
+      q8_t16_accumulate(acc[r], s, dw, xq.d[at], xq.sums[at]);
     }
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    // Both halves in one vector (insertf64x4: AVX-512 F, where insertf32x8 needs DQ).
-    const __m512 lanes = _mm512_castpd_ps(_mm512_insertf64x4(
-        _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[r][0]))), _mm256_castps_pd(_mm512_cvtpd_ps(acc[r][1])), 1));
-    // Lanes [rows 0-3, 8-11, 4-7, 12-15] back into row order.
-    _mm512_storeu_ps(y + (r0 + r) * ldy + n, _mm512_shuffle_f32x4(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0)));
-  }
+  for (std::size_t r = 0; r < R; ++r) q8_t16_store(acc[r], y + (r0 + r) * ldy + n);
 }
 
 /// Whether q8_columns_vnni512 takes the transposed 16-row tile: from 2
