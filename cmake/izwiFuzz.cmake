@@ -65,7 +65,11 @@ function(izwi_add_fuzz_test)
 
   add_test(NAME ${ARG_NAME}.build
            COMMAND "${CMAKE_COMMAND}" --build "${CMAKE_BINARY_DIR}" --target ${ARG_NAME})
-  set_tests_properties(${ARG_NAME}.build PROPERTIES FIXTURES_SETUP ${ARG_NAME}.ready LABELS fuzz)
+  # It runs the build tool in the build tree, as the compile-fail tests do:
+  # one at a time (two ninjas in one tree can fail each other, seen once with
+  # ctest -j2 after a header change).
+  set_tests_properties(${ARG_NAME}.build PROPERTIES FIXTURES_SETUP ${ARG_NAME}.ready LABELS fuzz
+                       RESOURCE_LOCK izwi_build_tree)
   if(ARG_SEEDS_COMMAND)
     add_test(NAME ${ARG_NAME}.seeds COMMAND ${ARG_SEEDS_COMMAND} "${dir}/seeds")
     set_tests_properties(${ARG_NAME}.seeds PROPERTIES FIXTURES_SETUP ${ARG_NAME}.ready LABELS fuzz)
