@@ -17,6 +17,7 @@
 #include <cpuid.h>
 #endif
 
+#include "izwi/core/aligned_allocator.hpp"
 #include "izwi/kernels/cpu/matmul.hpp"
 #include "kernel_test_util.hpp"
 
@@ -252,6 +253,35 @@ TEST_CASE("matmul: public entry point and dequantize_row", "[kernels][matmul]") 
       REQUIRE(std::fabs(y[5 + j] - ref) < 1e-4 + quantization);
     }
   }
+}
+
+TEST_CASE("matmul: the same bits whatever the activations' address and row stride (GEMVs align a copy)",
+          "[kernels][matmul]") {
+  // The GEMVs copy activations that are not 64-byte aligned, or whose rows
+  // are not, before they multiply (align_activations): the copy must change
+  // no bit, at every row count of the GEMV paths.
+  izwi::detail::ThreadPool pool(2);
+  constexpr std::size_t k = 96, n = 37;
+  kernel_test::for_each_variant([&](const KernelTable& kernels) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+      const auto w = kernel_test::make_weights(dtype, n, k, 17);
+      for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{16}}) {
+        const auto values = kernel_test::random_floats(m * k, 23);
+        // Aligned rows 16 floats apart, then the same rows 4 bytes past a
+        // 64-byte boundary and 3 floats apart.
+        std::vector<float, izwi::AlignedAllocator<float>> aligned(m * k);
+        std::copy(values.begin(), values.end(), aligned.begin());
+        constexpr std::size_t ldx = k + 3;
+        std::vector<float, izwi::AlignedAllocator<float>> shifted(1 + m * ldx, 0.0f);
+        for (std::size_t r = 0; r < m; ++r) std::copy_n(values.data() + r * k, k, shifted.data() + 1 + r * ldx);
+        std::vector<float> from_aligned(m * n), from_shifted(m * n);
+        kernels.matmul(aligned.data(), k, m, w.matrix, from_aligned.data(), n, pool);
+        kernels.matmul(shifted.data() + 1, ldx, m, w.matrix, from_shifted.data(), n, pool);
+        INFO(kernels.name << " " << izwi::to_string(dtype) << " m=" << m);
+        REQUIRE(std::memcmp(from_aligned.data(), from_shifted.data(), m * n * sizeof(float)) == 0);
+      }
+    }
+  });
 }
 
 TEST_CASE("matmul_group: several weights over the same activations, into column ranges of one buffer",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
+#include "izwi/core/aligned_allocator.hpp"
 #include "izwi/concepts/tags.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/error.hpp"
@@ -49,6 +50,8 @@ class CpuOps {
   void set_batch_invariant(bool on) noexcept { batch_invariant_ = on; }
   bool batch_invariant() const noexcept { return batch_invariant_; }
 
+  /// Scratch slot `slot` of at least `floats` floats, 64-byte aligned (the
+  /// kernels' vector loads; kernels::cpu's GEMVs copy unaligned rows first).
   float* buffer(std::size_t slot, std::size_t floats) {
     if (buffers_.size() <= slot) buffers_.resize(slot + 1);
     if (buffers_[slot].size() < floats) buffers_[slot].resize(floats);
@@ -177,7 +180,7 @@ class CpuOps {
  private:
   ThreadPool* pool_;
   bool batch_invariant_ = false;
-  std::vector<std::vector<float>> buffers_;
+  std::vector<std::vector<float, AlignedAllocator<float>>> buffers_;
   std::unique_ptr<kernels::cpu::RotaryTable> rotary_;
   std::size_t rotary_head_dim_ = 0;
   std::size_t rotary_positions_ = 0;
