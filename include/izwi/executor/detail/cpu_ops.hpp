@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "izwi/concepts/kv_cache.hpp"
-#include "izwi/core/aligned_allocator.hpp"
 #include "izwi/concepts/tags.hpp"
+#include "izwi/core/aligned_allocator.hpp"
 #include "izwi/core/dtype.hpp"
 #include "izwi/core/error.hpp"
 #include "izwi/core/ids.hpp"
