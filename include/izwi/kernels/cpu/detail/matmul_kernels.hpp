@@ -216,10 +216,10 @@ inline std::size_t total_rows(const MatmulOutput* outs, std::size_t count) noexc
 /// Points x at a 64-byte-aligned copy of its m rows of k values (rows 16
 /// floats apart) in the pool's shared scratch, unless they already are: the
 /// GEMVs load every activation vector once per weight row of a tile, and a
-/// 64-byte load across two cache lines costs two L1 accesses. Measured on the
-/// Sapphire Rapids Xeon: F16 batch-1 decode 13-15% faster with the engine's
-/// activations (16-byte aligned) copied (docs/benchmarks.md); the batched
-/// GEMV lost 20% without it. The copy changes no arithmetic.
+/// 64-byte load across two cache lines costs two L1 accesses. On the
+/// Sapphire Rapids Xeon, izwi's own A/B: F16 batch-1 decode 13-15% faster
+/// with the engine's then 16-byte-aligned activations copied (docs/kernels.md,
+/// "GEMV"); the batched GEMV lost 20% without it. The copy changes no arithmetic.
 inline void align_activations(const float*& x, std::size_t& ldx, std::size_t m, std::size_t k,
                               ThreadPool& pool) noexcept {
   if (reinterpret_cast<std::uintptr_t>(x) % 64 == 0 && ldx % 16 == 0) return;
