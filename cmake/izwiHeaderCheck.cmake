@@ -124,7 +124,15 @@ function(izwi_header_check_target name sources std_headers)
   if(TARGET Boost::headers)
     target_link_libraries(${name} PRIVATE Boost::headers)
   endif()
-  # Nothing is instantiated, so code generation is negligible: no optimisation,
-  # no debug info. Warnings on, so a header that warns on its own shows it here.
+  # Only the diagnostics matter: each source is compiled -fsyntax-only
+  # (cmake/compile_check_launcher.sh: templates are still instantiated, no code
+  # is generated; the precompiled header itself is built as usual). On a
+  # 2-core Xeon, idle, alternated, two rounds: the two targets took 107 and
+  # 104 s instead of 115 and 113 s (196-202 s of CPU instead of 210-211):
+  # parsing is nearly all of the check, the saving is the code -O0 emitted
+  # for the header-only bodies. Warnings on, so a header that warns on its
+  # own shows it here.
+  set(launcher ${PROJECT_SOURCE_DIR}/cmake/compile_check_launcher.sh compile ${CMAKE_CXX_COMPILER_LAUNCHER})
+  set_target_properties(${name} PROPERTIES CXX_COMPILER_LAUNCHER "${launcher}")
   target_compile_options(${name} PRIVATE -O0 -g0 -Wall -Wextra -Wpedantic)
 endfunction()
