@@ -245,6 +245,12 @@ TEST_CASE("http: saved voices are stored, listed and deleted, and cloning needs 
                    multipart);
   CHECK(r.status == 400);
   CHECK(error_of(r).at("param") == "file");
+  // A name sent twice: 400 naming it, nothing stored.
+  const std::string twice = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nother\r\n" + form;
+  r = http_request(h.port, bhttp::verb::post, "/v1/audio/voices", twice, multipart);
+  CHECK(r.status == 400);
+  CHECK(error_of(r).at("param") == "name");
+  CHECK(get(h.port, "/v1/audio/voices").json().at("data").as_array().size() == voices_json.at("data").as_array().size());
   CHECK(http_request(h.port, bhttp::verb::delete_, "/v1/audio/voices/" + id).status == 200);
   CHECK(http_request(h.port, bhttp::verb::delete_, "/v1/audio/voices/" + id).status == 404);
 }

@@ -90,6 +90,28 @@ TEST_CASE("multipart: a transcription upload as the OpenAI SDK sends it", "[serv
   CHECK(form.find("prompt")->body.empty());
   CHECK(form.find("missing") == nullptr);
   CHECK(form.find_all("missing").empty());
+  CHECK(form.single("model") == form.find("model"));
+  CHECK(form.single("missing") == nullptr);
+}
+
+TEST_CASE("multipart: single() refuses a field sent twice, naming it", "[server][multipart]") {
+  const std::string body = encode("XyZ", {
+                                             {"model", std::nullopt, std::nullopt, "a"},
+                                             {"file", "a.wav", "audio/wav", "RIFF"},
+                                             {"model", std::nullopt, std::nullopt, "b"},
+                                             {"model", std::nullopt, std::nullopt, "c"},
+                                         });
+  const FormData form = parse_form_data(ct, body);
+  CHECK(form.single("file") == form.find("file"));
+  try {
+    (void)form.single("model");
+    FAIL("no ApiError for a field sent three times");
+  } catch (const ApiError& e) {
+    CHECK(e.status == 400);
+    CHECK(e.param == std::optional<std::string>("model"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("'model' is given 3 times"));
+  }
+  CHECK(form.find_all("model").size() == 3);  // kept, in order, for list fields
 }
 
 TEST_CASE("multipart: framing details of RFC 2046", "[server][multipart]") {

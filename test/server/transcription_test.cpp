@@ -862,6 +862,15 @@ TEST_CASE("transcription form: fields, defaults and errors that name the field",
   CHECK_THAT(error_of({file, {"chunking_strategy", {}, {}, "{\"type\": \"fixed\"}"}}),
              ContainsSubstring("chunking_strategy.type"));
   CHECK_THAT(error_of({file, {"include[]", {}, {}, "words"}}), ContainsSubstring("include: "));
+  // A single-valued field sent twice is refused, naming it (list fields take repeats, above).
+  CHECK_THAT(error_of({file, file}), ContainsSubstring("file: 'file' is given 2 times"));
+  CHECK_THAT(error_of({file, {"model", {}, {}, "a"}, {"model", {}, {}, "b"}}), ContainsSubstring("model: "));
+  CHECK_THAT(error_of({file, {"temperature", {}, {}, "0"}, {"temperature", {}, {}, "0.2"}}),
+             ContainsSubstring("temperature: ") && ContainsSubstring("2 times"));
+  CHECK_THAT(error_of({file, {"beam_size", {}, {}, "2"}, {"beam_size", {}, {}, "2"}}), ContainsSubstring("beam_size: "));
+  CHECK_THAT(error_of({file, {"chunking_strategy[type]", {}, {}, "server_vad"}, {"chunking_strategy[threshold]", {}, {}, "0.4"},
+                       {"chunking_strategy[threshold]", {}, {}, "0.6"}}),
+             ContainsSubstring("chunking_strategy.threshold: 'chunking_strategy[threshold]' is given more than once"));
   CHECK_THAT(error_of({file, {"beam_size", {}, {}, "0"}}), ContainsSubstring("beam_size: ") && ContainsSubstring("[1, 19]"));
   CHECK_THAT(error_of({file, {"beam_size", {}, {}, "2.5"}}), ContainsSubstring("beam_size: "));
   CHECK_THAT(error_of({file, {"beam_size", {}, {}, "20"}}), ContainsSubstring("beam_size: "));

@@ -23,7 +23,8 @@
 // boundary, a truncated body, no final boundary, a part without
 // Content-Disposition: form-data or without a name, too many parts, headers
 // too large. Duplicate names are kept, in order (OpenAI's
-// timestamp_granularities[] arrives that way).
+// timestamp_granularities[] arrives that way); a single-valued field sent
+// twice is refused by FormData::single.
 
 #include <cstddef>
 #include <optional>
@@ -58,6 +59,11 @@ struct FormData {
 
   /// The first part named `name`, or nullptr.
   const Part* find(std::string_view name) const noexcept;
+  /// The part named `name`, or nullptr; ApiError 400 naming the field when
+  /// the form holds it more than once. For single-valued fields: a client
+  /// that sends one twice has said two things, and which it meant is not for
+  /// the server to guess (the first, or the last as FastAPI's forms take it).
+  const Part* single(std::string_view name) const;
   /// Every part named `name`, in order.
   std::vector<const Part*> find_all(std::string_view name) const;
 };

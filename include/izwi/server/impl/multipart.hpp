@@ -138,6 +138,21 @@ inline const Part* FormData::find(std::string_view name) const noexcept {
   return nullptr;
 }
 
+inline const Part* FormData::single(std::string_view name) const {
+  const Part* found = nullptr;
+  std::size_t count = 0;
+  for (const Part& part : parts) {
+    if (part.name != name) continue;
+    if (!found) found = &part;
+    ++count;
+  }
+  if (count > 1)
+    throw ApiError::bad_request("'" + std::string(name) + "' is given " + std::to_string(count) +
+                                    " times; send it once.",
+                                std::string(name));
+  return found;
+}
+
 inline std::vector<const Part*> FormData::find_all(std::string_view name) const {
   std::vector<const Part*> found;
   for (const Part& part : parts)

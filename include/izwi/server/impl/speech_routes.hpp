@@ -429,12 +429,12 @@ IZWI_DECL void Server::create_voice(HandlerContext& ctx) {
     std::exception_ptr failure;
     try {
       const multipart::FormData form = multipart::parse_form_data(content_type, body);
-      const multipart::Part* file = form.find("file");
-      if (!file) file = form.find("audio_sample");  // OpenAI's name for a custom voice's recording
+      const multipart::Part* file = form.single("file");
+      if (!file) file = form.single("audio_sample");  // OpenAI's name for a custom voice's recording
       if (!file) throw ApiError::bad_request("You must provide a 'file' field holding the reference audio.", "file");
       std::string name, text;
-      if (const auto* p = form.find("name")) name = openai::detail::text_field(*p);
-      if (const auto* p = form.find("reference_text")) text = openai::detail::text_field(*p);
+      if (const auto* p = form.single("name")) name = openai::detail::text_field(*p);
+      if (const auto* p = form.single("reference_text")) text = openai::detail::text_field(*p);
       if (name.size() > 256) throw ApiError::bad_request("'name' is longer than 256 bytes.", "name");
       saved = voice_store_.add(std::move(name),
                                detail::decode_reference_audio(file->body, detail::saved_voice_sample_rate, "file"),

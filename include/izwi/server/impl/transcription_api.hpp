@@ -52,12 +52,6 @@ inline std::string text_field(const multipart::Part& part) {
   return std::string(part.body);
 }
 
-/// The first part named `name` or `name[]`.
-inline const multipart::Part* field(const multipart::FormData& form, std::string_view name) {
-  if (const auto* p = form.find(name)) return p;
-  return form.find(std::string(name) + "[]");
-}
-
 inline std::vector<const multipart::Part*> list_field(const multipart::FormData& form, std::string_view name) {
   std::vector<const multipart::Part*> out = form.find_all(name);
   for (const auto* p : form.find_all(std::string(name) + "[]")) out.push_back(p);
@@ -102,7 +96,7 @@ inline void read_vad_number(const boost::json::object& o, std::string_view key, 
 inline std::optional<asr::VadChunkingOptions> chunking_field(const multipart::FormData& form) {
   asr::VadChunkingOptions vad;
   boost::json::object object;
-  if (const auto* p = form.find("chunking_strategy")) {
+  if (const auto* p = form.single("chunking_strategy")) {
     const std::string text(trimmed(p->body));
     if (text.empty() || text == "null") return std::nullopt;
     if (text == "auto") return vad;
@@ -121,6 +115,9 @@ inline std::optional<asr::VadChunkingOptions> chunking_field(const multipart::Fo
         continue;
       const std::string key = part.name.substr(prefix.size(), part.name.size() - prefix.size() - 1);
       any = true;
+      if (object.contains(key))
+        throw ApiError::bad_request("'" + part.name + "' is given more than once; send it once.",
+                                    "chunking_strategy." + key);
       if (key == "type") object[key] = text_field(part);
       else object[key] = number_field(part, "chunking_strategy." + key);
     }
@@ -166,7 +163,7 @@ inline constexpr std::size_t max_best_of = 16;
 
 /// A whole number in [1, max]; 1 when the field is absent.
 inline std::size_t count_field(const multipart::FormData& form, std::string_view name, std::size_t max) {
-  const multipart::Part* p = form.find(name);
+  const multipart::Part* p = form.single(name);
   if (!p) return 1;
   const double v = number_field(*p, name);
   if (!(v >= 1 && v <= static_cast<double>(max)) || v != std::floor(v))
@@ -181,16 +178,16 @@ inline std::size_t count_field(const multipart::FormData& form, std::string_view
 inline TranscriptionRequest parse_transcription_request(const multipart::FormData& form, bool translation) {
   using namespace detail;
   TranscriptionRequest r;
-  const multipart::Part* file = form.find("file");
+  const multipart::Part* file = form.single("file");
   if (!file) throw ApiError::bad_request("You must provide a 'file' field holding the audio.", "file");
   r.file = file->body;
   r.filename = file->filename;
-  if (const auto* p = form.find("model")) r.model = std::string(trimmed(text_field(*p)));
-  if (const auto* p = form.find("prompt")) r.prompt = text_field(*p);
-  if (const auto* p = form.find("response_format")) r.response_format = format_field(*p);
-  if (const auto* p = form.find("temperature")) r.temperature = unit_interval_field(*p, "temperature");
-  if (const auto* p = form.find("temperature_inc")) r.temperature_increment = unit_interval_field(*p, "temperature_inc");
-  if (const auto* p = form.find("no_timestamps")) r.timestamps = !bool_field(*p, "no_timestamps");
+  if (const auto* p = form.single("model")) r.model = std::string(trimmed(text_field(*p)));
+  if (const auto* p = form.single("prompt")) r.prompt = text_field(*p);
+  if (const auto* p = form.single("response_format")) r.response_format = format_field(*p);
+  if (const auto* p = form.single("temperature")) r.temperature = unit_interval_field(*p, "temperature");
+  if (const auto* p = form.single("temperature_inc")) r.temperature_increment = unit_interval_field(*p, "temperature_inc");
+  if (const auto* p = form.single("no_timestamps")) r.timestamps = !bool_field(*p, "no_timestamps");
   r.beam_size = count_field(form, "beam_size", SamplingParams::max_logprobs - 1);
   r.best_of = count_field(form, "best_of", max_best_of);
   if (const auto granularities = list_field(form, "timestamp_granularities"); !granularities.empty()) {
@@ -209,9 +206,9 @@ inline TranscriptionRequest parse_transcription_request(const multipart::FormDat
                                   "timestamp_granularities");
   }
   if (translation) return r;
-  if (const auto* p = form.find("language"); p && !trimmed(p->body).empty())
+  if (const auto* p = form.single("language"); p && !trimmed(p->body).empty())
     r.language = language_code(text_field(*p));
-  if (const auto* p = form.find("stream")) r.stream = bool_field(*p, "stream");
+  if (const auto* p = form.single("stream")) r.stream = bool_field(*p, "stream");
   for (const auto* p : list_field(form, "include")) {
     const std::string v(trimmed(p->body));
     if (v != "logprobs") throw ApiError::bad_request("include[] accepts 'logprobs' only.", "include");
