@@ -251,6 +251,31 @@ TEST_CASE("chat request: every malformed input is a 400 naming its field", "[ser
       {chat_body(R"("chat_template_kwargs":[])"), "chat_template_kwargs", "must be an object"},
       {chat_body(R"("ignore_eos":0)"), "ignore_eos", "must be a boolean"},
       {chat_body(R"("stop_token_ids":[1,-1])"), "stop_token_ids[1]", "integer"},
+      {chat_body(R"("tools":{})"), "tools", "must be an array"},
+      {chat_body(R"("tools":[{"function":{"name":"f"}}])"), "tools[0].type", "required"},
+      {chat_body(R"("tools":[{"type":"retrieval","function":{"name":"f"}}])"), "tools[0].type", "type 'function'"},
+      {chat_body(R"("tools":[{"type":"function"}])"), "tools[0].function", "required"},
+      {chat_body(R"("tools":[{"type":"function","function":{"name":""}}])"), "tools[0].function.name", "non-empty"},
+      {chat_body(R"("tools":[{"type":"function","function":{"parameters":{}}}])"), "tools[0].function.name",
+       "non-empty"},
+      {chat_body(R"("tool_choice":"none")"), "tool_choice", "only allowed when 'tools'"},
+      {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto")"), "tool_choice",
+       "'auto' is not supported yet"},
+      {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")"), "tool_choice",
+       "'required' is not supported yet"},
+      {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],)"
+                 R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
+       "tool_choice", "a named function is not supported yet"},
+      {chat_body(R"("response_format":{"type":"json_object"})"), "response_format.type", "'json_object'"},
+      {chat_body(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})"),
+       "response_format.type", "not supported yet"},
+      {chat_body(R"("response_format":{})"), "response_format.type", "required"},
+      {chat_body(R"("response_format":"json")"), "response_format", "must be an object"},
+      {chat_body(R"("logit_bias":{"42":5})"), "logit_bias", "not supported yet"},
+      {chat_body(R"("logit_bias":[1])"), "logit_bias", "must be an object"},
+      {chat_body(R"("guided_json":{"type":"object"})"), "guided_json", "not supported yet"},
+      {chat_body(R"("guided_choice":["a","b"])"), "guided_choice", "not supported yet"},
+      {chat_body(R"("functions":[{"name":"f"}])"), "functions", "use 'tools'"},
   };
   for (const Case& c : cases) {
     INFO(c.body);
@@ -279,6 +304,37 @@ TEST_CASE("chat and completion requests leave sampling ranges to the engine, wit
   CHECK(completion.sampling.min_p == 2.0f);
   CHECK(completion.field_names.client_name("prompt_tokens") == "prompt");
   CHECK(completion.field_names.client_name("logprobs") == "logprobs");
+}
+
+TEST_CASE("chat request: tools reach the template as json.dumps writes them, and empty output controls pass",
+          "[server][openai]") {
+  // Compact JSON from the client; the template shows the model Python's
+  // json.dumps form, as transformers renders tools (the tokenizer's reference
+  // test holds render_qwen3_chat with this text to transformers.js).
+  const ChatCompletionRequest r = parse_chat_completion_request(chat_body(
+      R"("tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather",)"
+      R"("parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},)"
+      R"({"type":"function","function":{"name":"b","parameters":{"x":[1,2.0,1e-05,1e16,-0.5],"s":"\u00e9\n\"\u0001"}}}],)"
+      R"("tool_choice":"none","response_format":{"type":"text"},"logit_bias":{},"guided_json":null)"));
+  REQUIRE(r.tools.size() == 2);
+  CHECK(r.tools[0] ==
+        R"({"type": "function", "function": {"name": "get_weather", "description": "Current weather", )"
+        R"("parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})");
+  CHECK(r.tools[1] ==
+        R"({"type": "function", "function": {"name": "b", "parameters": {"x": [1, 2.0, 1e-05, 1e+16, -0.5], "s": "é\n\"\u0001"}}})");
+  CHECK(r.template_options().tools == r.tools);
+  CHECK(parse_chat_completion_request(chat_body(R"("tools":null)")).template_options().tools.empty());
+}
+
+TEST_CASE("python_json_dumps: Python's float repr and escapes", "[server][openai]") {
+  using izwi::server::detail::python_json_dumps;
+  auto dumps = [](const std::string& text) { return python_json_dumps(json::parse(text)); };
+  // Python 3: json.dumps([...], ensure_ascii=False) of the same values.
+  CHECK(dumps("[0.0, 1.0, 100.0, 0.1, 0.0001, 0.00001, 123456789012345.6, 1234567890123456.0, 1e16, 1.5e300, -2.5e-7]") ==
+        "[0.0, 1.0, 100.0, 0.1, 0.0001, 1e-05, 123456789012345.6, 1234567890123456.0, 1e+16, 1.5e+300, -2.5e-07]");
+  CHECK(dumps(R"({"b": true, "n": null, "i": -3, "u": 18446744073709551615, "e": {}, "a": []})") ==
+        R"({"b": true, "n": null, "i": -3, "u": 18446744073709551615, "e": {}, "a": []})");
+  CHECK(dumps(R"(["\t\b\f\r\u001f/\u00fc\ud83d\ude00"])") == R"(["\t\b\f\r\u001f/ü😀"])");
 }
 
 TEST_CASE("chat request: invalid UTF-8 is a 400 naming the field", "[server][openai]") {
@@ -357,6 +413,9 @@ TEST_CASE("completion request: every malformed input is a 400 naming its field",
       {completion_body(R"("max_tokens":0)"), "max_tokens", "[1, 4294967295]"},
       {completion_body(R"("stop":["x","y","z","w","v"])"), "stop", "at most 4"},
       {completion_body(R"("stream_options":{})"), "stream_options", "only allowed"},
+      {completion_body(R"("logit_bias":{"7":-100})"), "logit_bias", "not supported yet"},
+      {completion_body(R"("response_format":{"type":"json_object"})"), "response_format.type", "not supported yet"},
+      {completion_body(R"("guided_regex":"a+")"), "guided_regex", "not supported yet"},
   };
   for (const Case& c : cases) {
     INFO(c.body);

@@ -85,6 +85,12 @@ struct ChatCompletionRequest {
   std::optional<std::string> user;
   /// chat_template_kwargs.enable_thinking (vLLM's extension; Qwen3's switch).
   bool enable_thinking = true;
+  /// "tools": each definition as Python's json.dumps writes it, the text
+  /// Qwen3's template shows the model. tool_choice may only be "none" (vLLM's
+  /// default): the reply, <tool_call> blocks included, comes back as text;
+  /// "auto", "required" and a named function are refused until izwi parses
+  /// tool calls out of the reply.
+  std::vector<std::string> tools;
   /// "special_tokens_as_text" (izwi's extension): true encodes text in the
   /// messages that spells a special token ("<|im_end|>") as plain text; false
   /// parses it as the control token, as vLLM does. Unset: the server's default
@@ -96,7 +102,7 @@ struct ChatCompletionRequest {
   std::int32_t priority = 0;
   /// "messages", the max-tokens field the client sent, "top_logprobs".
   ClientFieldNames field_names{.prompt_tokens = "messages", .max_tokens = "max_tokens", .logprobs = "top_logprobs"};
-  /// Options for AnyEngine::render_chat: add_generation_prompt and enable_thinking.
+  /// Options for AnyEngine::render_chat: add_generation_prompt, enable_thinking, tools.
   tokenizer::ChatTemplateOptions template_options() const;
 };
 

@@ -12,6 +12,7 @@
 
 #include "izwi/core/detail/utf8.hpp"
 #include "izwi/server/detail/json_fields.hpp"
+#include "izwi/server/detail/python_json.hpp"
 
 namespace izwi::server::openai {
 
@@ -64,6 +65,73 @@ inline std::vector<std::string> read_stop(const boost::json::value& value) {
   return stop;
 }
 
+/// Tool definitions a request may carry (OpenAI documents 128).
+inline constexpr std::size_t max_tools = 128;
+
+/// "tools": [{"type": "function", "function": {"name", ...}}, ...], each kept
+/// as the text Qwen3's template writes (json.dumps, python_json.hpp).
+inline std::vector<std::string> read_tools(const boost::json::value& value) {
+  std::vector<std::string> tools;
+  if (value.is_null()) return tools;
+  const auto& array = read_array(value, "tools");
+  if (array.size() > max_tools)
+    throw_invalid("tools", "'tools' holds at most " + std::to_string(max_tools) + " definitions, got " +
+                               std::to_string(array.size()));
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    const std::string path = json_path("tools", i);
+    const auto& tool = read_object(array[i], path);
+    const auto* type = find_field(tool, "type");
+    if (!type) throw_invalid(json_path(path, "type"), "'" + json_path(path, "type") + "' is required");
+    if (read_string(*type, json_path(path, "type")) != "function")
+      throw_invalid(json_path(path, "type"), "only tools of type 'function' are supported");
+    const auto* function = find_field(tool, "function");
+    if (!function) throw_invalid(json_path(path, "function"), "'" + json_path(path, "function") + "' is required");
+    const std::string function_path = json_path(path, "function");
+    const auto* name = find_field(read_object(*function, function_path), "name");
+    if (!name || read_string(*name, json_path(function_path, "name")).empty())
+      throw_invalid(json_path(function_path, "name"), "'" + json_path(function_path, "name") + "' must be a non-empty string");
+    tools.push_back(python_json_dumps(array[i]));
+  }
+  return tools;
+}
+
+/// "tool_choice": only "none" (or null) until tool calls are parsed out of
+/// replies, and only beside tools.
+inline void check_tool_choice(const boost::json::object& body, bool has_tools) {
+  const auto* choice = find_field(body, "tool_choice");
+  if (!choice || choice->is_null()) return;
+  if (!has_tools) throw_invalid("tool_choice", "'tool_choice' is only allowed when 'tools' are given");
+  if (choice->is_string() && choice->get_string() == "none") return;
+  const std::string what = choice->is_string() ? "'" + std::string(choice->get_string()) + "'" : "a named function";
+  throw_invalid("tool_choice", "tool_choice " + what +
+                                   " is not supported yet: izwi does not parse tool calls out of the reply. With "
+                                   "'none' (the default) the model sees the tools and its reply, <tool_call> "
+                                   "blocks included, comes back as text");
+}
+
+/// Fields that would constrain or bias what is generated, which izwi does
+/// not do yet: refused rather than ignored, so that no client takes an
+/// unconstrained reply for a constrained one. Empty or default values pass.
+inline void reject_unsupported_output_controls(const boost::json::object& body) {
+  if (const auto* v = find_field(body, "response_format"); v && !v->is_null()) {
+    const auto& format = read_object(*v, "response_format");
+    const auto* type = find_field(format, "type");
+    if (!type) throw_invalid("response_format.type", "'response_format.type' is required");
+    const std::string name = read_string(*type, "response_format.type");
+    if (name != "text")
+      throw_invalid("response_format.type",
+                    "response_format type '" + name + "' (structured output) is not supported yet; 'text' is");
+  }
+  if (const auto* v = find_field(body, "logit_bias"); v && !v->is_null() && !read_object(*v, "logit_bias").empty())
+    throw_invalid("logit_bias", "'logit_bias' is not supported yet");
+  for (const char* field : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+                            "functions", "function_call"}) {
+    if (const auto* v = find_field(body, field); v && !v->is_null())
+      throw_invalid(field, std::string("'") + field + "' is not supported" +
+                               (std::string_view(field).starts_with("function") ? " (use 'tools')" : " yet"));
+  }
+}
+
 /// Fields shared by chat and completions: sampling, streaming, user, n.
 template <class Request>
 void read_common_fields(const boost::json::object& body, Request& request) {
@@ -114,6 +182,7 @@ void read_common_fields(const boost::json::object& body, Request& request) {
   if (auto* v = find_field(body, "priority"))
     request.priority = static_cast<std::int32_t>(read_integer(*v, "priority", std::numeric_limits<std::int32_t>::min(),
                                                               std::numeric_limits<std::int32_t>::max()));
+  reject_unsupported_output_controls(body);
 }
 
 /// Message content: a string, or an array of {"type": "text", "text"} parts
@@ -270,6 +339,7 @@ inline tokenizer::ChatTemplateOptions ChatCompletionRequest::template_options() 
   tokenizer::ChatTemplateOptions options;
   options.add_generation_prompt = true;
   options.enable_thinking = enable_thinking;
+  options.tools = tools;
   return options;
 }
 
@@ -318,6 +388,8 @@ inline ChatCompletionRequest parse_chat_completion_request(const boost::json::ob
     if (!request.logprobs) throw_invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   }
   if (request.logprobs) s.logprobs = request.top_logprobs;
+  if (auto* v = find_field(body, "tools")) request.tools = read_tools(*v);
+  check_tool_choice(body, !request.tools.empty());
   if (auto* v = find_field(body, "chat_template_kwargs")) {
     const auto& kwargs = read_object(*v, "chat_template_kwargs");
     if (auto* t = find_field(kwargs, "enable_thinking"))
