@@ -54,6 +54,23 @@ TEST_CASE("SamplingParams validation names the field, the value and the range", 
   CHECK(rejected_field(p) == "temperature");
 
   p = {};
+  p.logit_bias = {{7, 100.0f}, {8, -100.0f}};
+  CHECK(rejected_field(p).empty());
+  p.logit_bias = {{7, 100.5f}};
+  CHECK(rejected_field(p, &message) == "logit_bias");
+  CHECK(message == "logit_bias must be biases in [-100, 100], got 100.5");
+  p.logit_bias = {{7, std::nanf("")}};
+  CHECK(rejected_field(p) == "logit_bias");
+  p.logit_bias = {{-1, 1.0f}};
+  CHECK(rejected_field(p) == "logit_bias");
+  p.logit_bias = {{7, 1.0f}, {3, 0.0f}, {7, -1.0f}};
+  CHECK(rejected_field(p, &message) == "logit_bias");
+  CHECK(message.find("token 7 more than once") != std::string::npos);
+  p.logit_bias.assign(SamplingParams::max_logit_bias + 1, {0, 0.0f});
+  for (std::size_t i = 0; i < p.logit_bias.size(); ++i) p.logit_bias[i].first = static_cast<izwi::TokenId>(i);
+  CHECK(rejected_field(p) == "logit_bias");
+
+  p = {};
   p.top_k = -2;
   CHECK(rejected_field(p) == "top_k");
   p.top_k = -1;

@@ -203,6 +203,18 @@ TEST_CASE("prompt token ids outside the vocabulary are refused at the edge", "[e
     }
   }
   CHECK_NOTHROW(engine.add_request(make_request({1, 2, 999}, 4)));
+  // logit_bias names ids of the same vocabulary.
+  Request biased = make_request({1, 2}, 4);
+  biased.sampling.logit_bias = {{999, 1.0f}, {1000, -100.0f}};
+  try {
+    engine.add_request(biased);
+    FAIL("accepted a logit_bias id outside the vocabulary");
+  } catch (const invalid_argument& e) {
+    CHECK(e.field() == "logit_bias");
+    CHECK(std::string(e.what()).find("token 1000, outside the model's vocabulary of 1000 ids") != std::string::npos);
+  }
+  biased.sampling.logit_bias = {{999, 1.0f}};
+  CHECK_NOTHROW(engine.add_request(biased));
 }
 
 TEST_CASE("an empty prompt and one that fills the context are refused in vLLM's words", "[engine][faults]") {

@@ -205,6 +205,34 @@ TEST_CASE("min_tokens masks EOS and stop ids until enough tokens exist", "[sampl
   CHECK(sampler.sample(l, c.input()).token == 5);
 }
 
+TEST_CASE("logit_bias is added before the draw, greedy included, and logprobs stay raw", "[sampler]") {
+  Sampler sampler;
+  Case c;
+  c.params.temperature = 0.0f;
+  c.params.logprobs = 1;
+  c.params.logit_bias = {{5, -100.0f}, {3, 2.5f}};  // 3: 0.0 + 2.5 passes 0 (2.0) and 5 (banned)
+  std::vector<float> l = logits;
+  std::vector<TokenLogprob> top;
+  const SampledToken s = sampler.sample(l, c.input(), &top);
+  CHECK(s.token == 3);
+  const auto probs = softmax({logits.begin(), logits.end()});
+  CHECK(s.logprob == Approx(std::log(probs[3])).margin(1e-5));  // the raw logits' log-softmax
+  REQUIRE(top.size() == 1u);
+  CHECK(top[0].token == 5);
+
+  // Sampling: the draw follows softmax(logits + bias); a -100 bias bans.
+  c.params = {};
+  c.params.temperature = 1.0f;
+  c.params.logit_bias = {{5, -100.0f}, {6, 4.0f}};
+  std::vector<double> biased(logits.begin(), logits.end());
+  biased[5] -= 100.0;
+  biased[6] += 4.0;
+  const auto expected = softmax(biased);
+  const auto f = frequencies(sampler, logits, c, 20000);
+  CHECK(f[5] == 0.0);
+  for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == Approx(expected[i]).margin(0.015));
+}
+
 TEST_CASE("logprobs are the raw logits' log-softmax, top-N most likely first", "[sampler]") {
   Sampler sampler;
   Case c;

@@ -271,7 +271,10 @@ TEST_CASE("chat request: every malformed input is a 400 naming its field", "[ser
        "response_format.type", "not supported yet"},
       {chat_body(R"("response_format":{})"), "response_format.type", "required"},
       {chat_body(R"("response_format":"json")"), "response_format", "must be an object"},
-      {chat_body(R"("logit_bias":{"42":5})"), "logit_bias", "not supported yet"},
+      {chat_body(R"("logit_bias":{"abc":5})"), "logit_bias.abc", "keyed by token ids, got 'abc'"},
+      {chat_body(R"("logit_bias":{"-3":5})"), "logit_bias.-3", "keyed by token ids"},
+      {chat_body(R"("logit_bias":{"7":101})"), "logit_bias.7", "[-100, 100]"},
+      {chat_body(R"("logit_bias":{"7":"up"})"), "logit_bias.7", "must be a number"},
       {chat_body(R"("logit_bias":[1])"), "logit_bias", "must be an object"},
       {chat_body(R"("guided_json":{"type":"object"})"), "guided_json", "not supported yet"},
       {chat_body(R"("guided_choice":["a","b"])"), "guided_choice", "not supported yet"},
@@ -306,7 +309,7 @@ TEST_CASE("chat and completion requests leave sampling ranges to the engine, wit
   CHECK(completion.field_names.client_name("logprobs") == "logprobs");
 }
 
-TEST_CASE("chat request: tools reach the template as json.dumps writes them, and empty output controls pass",
+TEST_CASE("chat request: tools reach the template as json.dumps writes them, logit_bias is read, empty controls pass",
           "[server][openai]") {
   // Compact JSON from the client; the template shows the model Python's
   // json.dumps form, as transformers renders tools (the tokenizer's reference
@@ -323,6 +326,9 @@ TEST_CASE("chat request: tools reach the template as json.dumps writes them, and
   CHECK(r.tools[1] ==
         R"({"type": "function", "function": {"name": "b", "parameters": {"x": [1, 2.0, 1e-05, 1e+16, -0.5], "s": "é\n\"\u0001"}}})");
   CHECK(r.template_options().tools == r.tools);
+  CHECK(r.sampling.logit_bias.empty());
+  const ChatCompletionRequest biased = parse_chat_completion_request(chat_body(R"("logit_bias":{"42":5,"7":-100.0})"));
+  CHECK(biased.sampling.logit_bias == std::vector<std::pair<izwi::TokenId, float>>{{42, 5.0f}, {7, -100.0f}});
   CHECK(parse_chat_completion_request(chat_body(R"("tools":null)")).template_options().tools.empty());
 }
 
@@ -413,7 +419,7 @@ TEST_CASE("completion request: every malformed input is a 400 naming its field",
       {completion_body(R"("max_tokens":0)"), "max_tokens", "[1, 4294967295]"},
       {completion_body(R"("stop":["x","y","z","w","v"])"), "stop", "at most 4"},
       {completion_body(R"("stream_options":{})"), "stream_options", "only allowed"},
-      {completion_body(R"("logit_bias":{"7":-100})"), "logit_bias", "not supported yet"},
+      {completion_body(R"("logit_bias":{"7x":-100})"), "logit_bias.7x", "keyed by token ids"},
       {completion_body(R"("response_format":{"type":"json_object"})"), "response_format.type", "not supported yet"},
       {completion_body(R"("guided_regex":"a+")"), "guided_regex", "not supported yet"},
   };

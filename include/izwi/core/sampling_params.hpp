@@ -4,8 +4,10 @@
 // request that vLLM accepts means the same thing here.
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "izwi/core/ids.hpp"
@@ -42,9 +44,18 @@ struct SamplingParams {
   bool ignore_eos = false;
   /// Return the log-probability of each sampled token and of this many top alternatives. Range [0, 20].
   std::optional<std::uint32_t> logprobs;
+  /// (token id, bias) pairs: each bias is added to that token's logit before
+  /// the penalties and the draw, greedy included (OpenAI's and vLLM's
+  /// logit_bias; -100 bans a token in practice, +100 all but forces it).
+  /// Biases in [-100, 100]; ids non-negative (the engine checks them against
+  /// the model's vocabulary); at most max_logit_bias entries, each id once.
+  std::vector<std::pair<TokenId, float>> logit_bias;
 
   /// Largest `logprobs` accepted, as vLLM's default max_logprobs.
   static constexpr std::uint32_t max_logprobs = 20;
+  /// Most logit_bias entries: each is work per sampled token on the engine's
+  /// thread (OpenAI documents no limit; real biases name a few tokens).
+  static constexpr std::size_t max_logit_bias = 1024;
 
   /// Greedy decoding: argmax, no generator consulted.
   bool is_greedy() const noexcept { return temperature == 0.0f; }
@@ -52,6 +63,9 @@ struct SamplingParams {
   /// Throws izwi::invalid_argument naming the first field that is out of range,
   /// its value and the allowed range, e.g. "top_p must be in (0, 1], got 1.5".
   void validate() const;
+
+ private:
+  void validate_logit_bias() const;
 };
 
 }  // namespace izwi

@@ -3,7 +3,9 @@
 // and with vLLM's semantics, so a request means the same thing here:
 //
 //   1. logprobs, when asked for, of the raw logits (vLLM's default "raw_logprobs")
-//   2. min_tokens: EOS and stop_token_ids masked until that many tokens exist
+//   2. logit_bias added (vLLM applies it among its logits processors, with
+//      min_tokens); min_tokens: EOS and stop_token_ids masked until that many
+//      tokens exist
 //   3. penalties: repetition (prompt and output; divides positive logits,
 //      multiplies negative ones), frequency (minus f × count in the output),
 //      presence (minus p once for every token in the output)
@@ -90,6 +92,7 @@ class Sampler {
   static constexpr float negligible_logit_gap = 30.0f;
 
  private:
+  void add_logit_bias(std::span<float> logits, const SamplingInput& input) const;
   void mask_stop_tokens(std::span<float> logits, const SamplingInput& input) const;
   void apply_penalties(std::span<float> logits, const SamplingInput& input);
   void draw(std::span<float> logits, const SamplingInput& input, SampledToken& out);

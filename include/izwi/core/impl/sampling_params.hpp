@@ -1,7 +1,9 @@
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "izwi/core/error.hpp"
 
@@ -43,6 +45,23 @@ inline void SamplingParams::validate() const {
     if (s.empty()) throw invalid_argument("stop", "stop must not contain an empty string");
   for (TokenId t : stop_token_ids)
     if (t < 0) throw_out_of_range("stop_token_ids", "non-negative token ids", t);
+  validate_logit_bias();
+}
+
+inline void SamplingParams::validate_logit_bias() const {
+  using detail::throw_out_of_range;
+  if (logit_bias.size() > max_logit_bias)
+    throw_out_of_range("logit_bias", "at most 1024 entries", logit_bias.size());
+  std::vector<TokenId> ids;
+  ids.reserve(logit_bias.size());
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) throw_out_of_range("logit_bias", "keyed by non-negative token ids", token);
+    if (!(bias >= -100.0f && bias <= 100.0f)) throw_out_of_range("logit_bias", "biases in [-100, 100]", bias);
+    ids.push_back(token);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (const auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+    throw invalid_argument("logit_bias", "logit_bias names token " + std::to_string(*twice) + " more than once");
 }
 
 }  // namespace izwi

@@ -63,6 +63,10 @@ void Engine<S, K, E, N>::validate(Request& request) const {
                 })
     vocab = executor_.vocab_size();
   check_prompt_tokens(request.prompt_tokens, vocab, max_model_len_);
+  for (const auto& [token, bias] : request.sampling.logit_bias)
+    if (vocab != 0 && static_cast<std::size_t>(token) >= vocab)
+      throw invalid_argument("logit_bias", "logit_bias names token " + std::to_string(token) +
+                                               ", outside the model's vocabulary of " + std::to_string(vocab) + " ids");
   if (!request.sampling.stop.empty() && !HasDetokenizer<E>)
     throw invalid_argument("stop", "stop strings need an executor that detokenizes, and this one does not");
   if (request.audio && request.audio->placeholder_offset + std::size_t{request.audio->placeholder_length} >

@@ -78,6 +78,14 @@ inline void Sampler::log_softmax_top(std::span<const float> logits, TokenId chos
   for (std::uint32_t i = 0; i < n; ++i) top->push_back({candidates_[i].second, candidates_[i].first - log_z});
 }
 
+/// Each logit_bias entry added to its token's logit (ids past the vocabulary,
+/// which the engine refuses at submission, are skipped here too).
+inline void Sampler::add_logit_bias(std::span<float> logits, const SamplingInput& input) const {
+  const auto vocab = static_cast<TokenId>(logits.size());
+  for (const auto& [token, bias] : input.params->logit_bias)
+    if (token >= 0 && token < vocab) logits[static_cast<std::size_t>(token)] += bias;
+}
+
 /// min_tokens hides the ways to stop: EOS and stop token ids get -infinity.
 inline void Sampler::mask_stop_tokens(std::span<float> logits, const SamplingInput& input) const {
   const SamplingParams& p = *input.params;
@@ -110,7 +118,8 @@ inline SampledToken Sampler::sample(std::span<float> logits, const SamplingInput
   const bool want_logprobs = p.logprobs.has_value();
   if (want_logprobs) raw_.assign(logits.begin(), logits.end());
 
-  mask_stop_tokens(logits, input);  // 2.
+  add_logit_bias(logits, input);    // 2.
+  mask_stop_tokens(logits, input);
   apply_penalties(logits, input);   // 3.
   draw(logits, input, out);         // 4. and 5.
   if (out.error != SampleError::none) return out;

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <system_error>
 #include <utility>
 
 #include <boost/json/parse.hpp>
@@ -109,9 +111,32 @@ inline void check_tool_choice(const boost::json::object& body, bool has_tools) {
                                    "blocks included, comes back as text");
 }
 
-/// Fields that would constrain or bias what is generated, which izwi does
-/// not do yet: refused rather than ignored, so that no client takes an
-/// unconstrained reply for a constrained one. Empty or default values pass.
+/// "logit_bias": {"token id": bias in [-100, 100], ...}, as OpenAI takes it.
+/// Whether each id is in the model's vocabulary is the engine's check.
+inline std::vector<std::pair<TokenId, float>> read_logit_bias(const boost::json::value& value) {
+  std::vector<std::pair<TokenId, float>> bias;
+  if (value.is_null()) return bias;
+  const auto& object = read_object(value, "logit_bias");
+  if (object.size() > SamplingParams::max_logit_bias)
+    throw_invalid("logit_bias", "'logit_bias' holds at most " + std::to_string(SamplingParams::max_logit_bias) +
+                                    " entries, got " + std::to_string(object.size()));
+  for (const auto& [key, entry] : object) {
+    const std::string_view id(key.data(), key.size());
+    const std::string path = json_path("logit_bias", id);
+    TokenId token = -1;
+    const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), token);
+    if (ec != std::errc{} || end != id.data() + id.size() || token < 0)
+      throw_invalid(path, "'logit_bias' is keyed by token ids, got '" + std::string(id) + "'");
+    const double b = read_number(entry, path);
+    if (!(b >= -100.0 && b <= 100.0)) throw_invalid(path, "'" + path + "' must be in [-100, 100]");
+    bias.emplace_back(token, static_cast<float>(b));
+  }
+  return bias;
+}
+
+/// Fields that would constrain what is generated, which izwi does not do
+/// yet: refused rather than ignored, so that no client takes an
+/// unconstrained reply for a constrained one. Null or default values pass.
 inline void reject_unsupported_output_controls(const boost::json::object& body) {
   if (const auto* v = find_field(body, "response_format"); v && !v->is_null()) {
     const auto& format = read_object(*v, "response_format");
@@ -122,8 +147,6 @@ inline void reject_unsupported_output_controls(const boost::json::object& body) 
       throw_invalid("response_format.type",
                     "response_format type '" + name + "' (structured output) is not supported yet; 'text' is");
   }
-  if (const auto* v = find_field(body, "logit_bias"); v && !v->is_null() && !read_object(*v, "logit_bias").empty())
-    throw_invalid("logit_bias", "'logit_bias' is not supported yet");
   for (const char* field : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
                             "functions", "function_call"}) {
     if (const auto* v = find_field(body, field); v && !v->is_null())
@@ -175,6 +198,7 @@ void read_common_fields(const boost::json::object& body, Request& request) {
       s.stop_token_ids.push_back(static_cast<TokenId>(
           read_integer(ids[i], json_path("stop_token_ids", i), 0, std::numeric_limits<TokenId>::max())));
   }
+  if (auto* v = find_field(body, "logit_bias")) s.logit_bias = read_logit_bias(*v);
   if (auto* v = find_field(body, "min_tokens")) s.min_tokens = read_u32(*v, "min_tokens", 0);
   if (auto* v = find_field(body, "ignore_eos")) s.ignore_eos = read_bool(*v, "ignore_eos");
   if (auto* v = find_field(body, "special_tokens_as_text"))
