@@ -3,8 +3,8 @@
 // Fields, defaults and allowed ranges follow vLLM's SamplingParams, so a
 // request that vLLM accepts means the same thing here.
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>

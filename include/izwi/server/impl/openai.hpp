@@ -90,8 +90,9 @@ inline std::vector<std::string> read_tools(const boost::json::value& value) {
     if (!function) throw_invalid(json_path(path, "function"), "'" + json_path(path, "function") + "' is required");
     const std::string function_path = json_path(path, "function");
     const auto* name = find_field(read_object(*function, function_path), "name");
-    if (!name || read_string(*name, json_path(function_path, "name")).empty())
-      throw_invalid(json_path(function_path, "name"), "'" + json_path(function_path, "name") + "' must be a non-empty string");
+    const std::string name_path = json_path(function_path, "name");
+    if (!name || read_string(*name, name_path).empty())
+      throw_invalid(name_path, "'" + name_path + "' must be a non-empty string");
     tools.push_back(python_json_dumps(array[i]));
   }
   return tools;
