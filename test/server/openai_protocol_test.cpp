@@ -259,8 +259,8 @@ TEST_CASE("chat request: every malformed input is a 400 naming its field", "[ser
       {chat_body(R"("tools":[{"type":"function","function":{"parameters":{}}}])"), "tools[0].function.name",
        "non-empty"},
       {chat_body(R"("tool_choice":"none")"), "tool_choice", "only allowed when 'tools'"},
-      {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto")"), "tool_choice",
-       "'auto' is not supported yet"},
+      {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto","stream":true)"),
+       "tool_choice", "'auto' with stream is not supported yet"},
       {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")"), "tool_choice",
        "'required' is not supported yet"},
       {chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],)"
@@ -326,10 +326,76 @@ TEST_CASE("chat request: tools reach the template as json.dumps writes them, log
   CHECK(r.tools[1] ==
         R"({"type": "function", "function": {"name": "b", "parameters": {"x": [1, 2.0, 1e-05, 1e+16, -0.5], "s": "é\n\"\u0001"}}})");
   CHECK(r.template_options().tools == r.tools);
+  CHECK_FALSE(r.parse_tool_calls);  // tool_choice "none": the reply comes back as text
+  CHECK(parse_chat_completion_request(
+            chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto")"))
+            .parse_tool_calls);
   CHECK(r.sampling.logit_bias.empty());
   const ChatCompletionRequest biased = parse_chat_completion_request(chat_body(R"("logit_bias":{"42":5,"7":-100.0})"));
   CHECK(biased.sampling.logit_bias == std::vector<std::pair<izwi::TokenId, float>>{{42, 5.0f}, {7, -100.0f}});
   CHECK(parse_chat_completion_request(chat_body(R"("tools":null)")).template_options().tools.empty());
+}
+
+TEST_CASE("split_tool_calls: Qwen3's <tool_call> blocks as vLLM's hermes parser splits them", "[server][openai]") {
+  // No block: all content.
+  ReplyWithToolCalls r = split_tool_calls("It is sunny.");
+  CHECK(r.content == std::optional<std::string>("It is sunny."));
+  CHECK(r.tool_calls.empty());
+  // Text, then two calls (the second without its end tag, as at max_tokens).
+  r = split_tool_calls("Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", "
+                       "\"days\": 2.0}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n");
+  CHECK(r.content == std::optional<std::string>("Let me check.\n"));
+  REQUIRE(r.tool_calls.size() == 2);
+  CHECK(r.tool_calls[0].name == "get_weather");
+  CHECK(r.tool_calls[0].arguments == R"({"city": "Oslo", "days": 2.0})");  // json.dumps of the arguments
+  CHECK(r.tool_calls[0].id.rfind("call_", 0) == 0);
+  CHECK(r.tool_calls[1].name == "now");
+  CHECK(r.tool_calls[1].arguments == "{}");
+  CHECK(r.tool_calls[0].id != r.tool_calls[1].id);
+  // Calls only: no content.
+  r = split_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": \"x\"}</tool_call>");
+  CHECK_FALSE(r.content);
+  REQUIRE(r.tool_calls.size() == 1);
+  CHECK(r.tool_calls[0].arguments == "\"x\"");
+  // A block that is not a call: the whole reply is content, no calls.
+  for (const char* bad : {"a <tool_call>{not json}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>",
+                          "<tool_call>{\"name\": \"f\"}</tool_call>", "<tool_call>[1]</tool_call>",
+                          "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call><tool_call>oops"}) {
+    INFO(bad);
+    r = split_tool_calls(bad);
+    CHECK(r.content == std::optional<std::string>(bad));
+    CHECK(r.tool_calls.empty());
+  }
+}
+
+TEST_CASE("chat.completion with tool calls has OpenAI's shape", "[server][openai]") {
+  ResponseMeta meta;
+  meta.id = "chatcmpl-x";
+  meta.model = "m";
+  ReplyWithToolCalls reply;
+  reply.tool_calls.push_back({"call_1", "get_weather", R"({"city": "Oslo"})"});
+  json::object r = chat_completion_json(meta, reply, izwi::FinishReason::stop, Usage{5, 7});
+  const json::object& choice = r.at("choices").as_array()[0].as_object();
+  CHECK(choice.at("finish_reason") == "tool_calls");
+  const json::object& message = choice.at("message").as_object();
+  CHECK(message.at("role") == "assistant");
+  CHECK(message.at("content").is_null());
+  const json::array& calls = message.at("tool_calls").as_array();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].at("id") == "call_1");
+  CHECK(calls[0].at("type") == "function");
+  CHECK(calls[0].at("function").at("name") == "get_weather");
+  CHECK(calls[0].at("function").at("arguments") == R"({"city": "Oslo"})");
+  // Cut by max_tokens: the reason stays "length"; content kept when there is some.
+  reply.content = "Checking.";
+  r = chat_completion_json(meta, reply, izwi::FinishReason::length, Usage{5, 7});
+  CHECK(r.at("choices").as_array()[0].at("finish_reason") == "length");
+  CHECK(r.at("choices").as_array()[0].at("message").at("content") == "Checking.");
+  // No calls: the plain answer.
+  r = chat_completion_json(meta, split_tool_calls("plain"), izwi::FinishReason::stop, Usage{5, 7});
+  CHECK(r.at("choices").as_array()[0].at("finish_reason") == "stop");
+  CHECK(r.at("choices").as_array()[0].at("message").at("content") == "plain");
+  CHECK_FALSE(r.at("choices").as_array()[0].at("message").as_object().contains("tool_calls"));
 }
 
 TEST_CASE("python_json_dumps: Python's float repr and escapes", "[server][openai]") {

@@ -86,11 +86,13 @@ struct ChatCompletionRequest {
   /// chat_template_kwargs.enable_thinking (vLLM's extension; Qwen3's switch).
   bool enable_thinking = true;
   /// "tools": each definition as Python's json.dumps writes it, the text
-  /// Qwen3's template shows the model. tool_choice may only be "none" (vLLM's
-  /// default): the reply, <tool_call> blocks included, comes back as text;
-  /// "auto", "required" and a named function are refused until izwi parses
-  /// tool calls out of the reply.
+  /// Qwen3's template shows the model.
   std::vector<std::string> tools;
+  /// tool_choice "auto" (non-streaming): the reply's <tool_call> blocks are
+  /// answered as message.tool_calls (split_tool_calls). With "none" (vLLM's
+  /// default) the reply, blocks included, comes back as text; "required", a
+  /// named function, and "auto" with stream are refused for now.
+  bool parse_tool_calls = false;
   /// "special_tokens_as_text" (izwi's extension): true encodes text in the
   /// messages that spells a special token ("<|im_end|>") as plain text; false
   /// parses it as the control token, as vLLM does. Unset: the server's default
@@ -201,6 +203,24 @@ boost::json::object chat_logprobs_json(std::span<const PositionLogprobs> positio
 boost::json::object completion_logprobs_json(std::span<const PositionLogprobs> positions,
                                              std::size_t text_offset_start = 0);
 
+/// A function call the model wrote in its reply.
+struct ToolCall {
+  std::string id;         ///< make_response_id("call_")
+  std::string name;
+  std::string arguments;  ///< JSON text: json.dumps of the call's "arguments"
+};
+
+/// A reply split as vLLM's "hermes" tool parser splits Qwen3's: each
+/// <tool_call>{"name": ..., "arguments": ...}</tool_call> block (the last
+/// one may lack its end tag) is a ToolCall, and the text before the first
+/// block is the content (none when empty). A block that is not such JSON
+/// leaves the whole reply as content and no calls, as vLLM does.
+struct ReplyWithToolCalls {
+  std::optional<std::string> content;
+  std::vector<ToolCall> tool_calls;
+};
+ReplyWithToolCalls split_tool_calls(std::string_view reply);
+
 /// Non-streaming chat answer: {"id", "object": "chat.completion", "created",
 /// "model", "system_fingerprint", "choices": [{"index": 0, "message":
 /// {"role": "assistant", "content", "refusal": null[, "reasoning_content"]},
@@ -208,6 +228,13 @@ boost::json::object completion_logprobs_json(std::span<const PositionLogprobs> p
 /// object or null.
 boost::json::object chat_completion_json(const ResponseMeta& meta, std::string_view content,
                                          std::optional<std::string_view> reasoning_content,
+                                         FinishReason finish_reason, const Usage& usage,
+                                         boost::json::value logprobs = nullptr);
+/// The same for a reply with tool calls: message.content is the text before
+/// them (null when none), message.tool_calls [{"id", "type": "function",
+/// "function": {"name", "arguments"}}], and finish_reason "tool_calls" when
+/// the model stopped by itself (as vLLM answers).
+boost::json::object chat_completion_json(const ResponseMeta& meta, const ReplyWithToolCalls& reply,
                                          FinishReason finish_reason, const Usage& usage,
                                          boost::json::value logprobs = nullptr);
 

@@ -105,6 +105,10 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
                                           : openai::TextChunkEnvelope::completion(meta_);
   }
 
+  /// A whole chat reply is answered with its <tool_call> blocks as
+  /// message.tool_calls (tool_choice "auto"; openai::split_tool_calls).
+  void answer_tool_calls() noexcept { answer_tool_calls_ = true; }
+
   /// On the strand: attaches to the session, starts the stream's head and
   /// listens to the engine.
   void start() {
@@ -243,7 +247,10 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
     if (kind_ == Kind::chat) {
       boost::json::value lp = nullptr;
       if (want_logprobs_) lp = openai::chat_logprobs_json(logprobs_);
-      body = openai::chat_completion_json(meta_, text_, std::nullopt, finish_reason_, usage, std::move(lp));
+      if (answer_tool_calls_)
+        body = openai::chat_completion_json(meta_, openai::split_tool_calls(text_), finish_reason_, usage, std::move(lp));
+      else
+        body = openai::chat_completion_json(meta_, text_, std::nullopt, finish_reason_, usage, std::move(lp));
     } else {
       boost::json::value lp = nullptr;
       if (want_logprobs_) lp = openai::completion_logprobs_json(logprobs_, 0);
@@ -258,6 +265,7 @@ class GenerationJob final : public http::PendingResponse, public std::enable_sha
   Kind kind_;
   bool streaming_;
   bool want_logprobs_;
+  bool answer_tool_calls_ = false;
   openai::ResponseMeta meta_;
   openai::TextChunkEnvelope text_envelope_;  // streaming: a text chunk's JSON around its text
   std::uint64_t prompt_tokens_ = 0;
@@ -285,6 +293,7 @@ struct PreparedGeneration {
   bool streaming = false;
   bool include_usage = false;
   bool logprobs = false;
+  bool tool_calls = false;  ///< answer <tool_call> blocks as tool_calls
   std::size_t prompt_tokens = 0;
 };
 
@@ -299,6 +308,7 @@ IZWI_DECL void Server::generate(HandlerContext& ctx, bool chat) {
         auto job = std::make_shared<detail::GenerationJob>(
             session, std::move(prepared.engine), std::move(prepared.stream), prepared.kind, prepared.streaming,
             prepared.include_usage, prepared.logprobs, prepared.prompt_tokens, model);
+        if (prepared.tool_calls) job->answer_tool_calls();
         job->start();  // a client already gone cancels it at once
       });
 }
@@ -323,6 +333,7 @@ IZWI_DECL detail::PreparedGeneration Server::prepare_chat(const std::string& bod
   out.streaming = parsed.stream;
   out.include_usage = parsed.include_usage;
   out.logprobs = parsed.logprobs;
+  out.tool_calls = parsed.parse_tool_calls;
   out.prompt_tokens = request.prompt_tokens.size();
   out.stream = detail::submit_or_explain(*engine, std::move(request), draining(), &parsed.field_names);
   out.engine = std::move(engine);

@@ -98,18 +98,25 @@ inline std::vector<std::string> read_tools(const boost::json::value& value) {
   return tools;
 }
 
-/// "tool_choice": only "none" (or null) until tool calls are parsed out of
-/// replies, and only beside tools.
-inline void check_tool_choice(const boost::json::object& body, bool has_tools) {
+/// "tool_choice", only beside tools: true for "auto" (tool calls parsed out
+/// of the reply), false for "none" or none given. "required", a named
+/// function, and "auto" with stream are refused for now.
+inline bool read_tool_choice(const boost::json::object& body, bool has_tools, bool stream) {
   const auto* choice = find_field(body, "tool_choice");
-  if (!choice || choice->is_null()) return;
+  if (!choice || choice->is_null()) return false;
   if (!has_tools) throw_invalid("tool_choice", "'tool_choice' is only allowed when 'tools' are given");
-  if (choice->is_string() && choice->get_string() == "none") return;
+  if (choice->is_string() && choice->get_string() == "none") return false;
+  if (choice->is_string() && choice->get_string() == "auto") {
+    if (stream)
+      throw_invalid("tool_choice", "tool_choice 'auto' with stream is not supported yet: tool calls are parsed out "
+                                   "of whole replies; send stream: false, or tool_choice 'none' to stream the "
+                                   "reply, <tool_call> blocks included, as text");
+    return true;
+  }
   const std::string what = choice->is_string() ? "'" + std::string(choice->get_string()) + "'" : "a named function";
   throw_invalid("tool_choice", "tool_choice " + what +
-                                   " is not supported yet: izwi does not parse tool calls out of the reply. With "
-                                   "'none' (the default) the model sees the tools and its reply, <tool_call> "
-                                   "blocks included, comes back as text");
+                                   " is not supported yet (it needs decoding constrained to a call); 'auto' and "
+                                   "'none' are");
 }
 
 /// "logit_bias": {"token id": bias in [-100, 100], ...}, as OpenAI takes it.
@@ -414,7 +421,7 @@ inline ChatCompletionRequest parse_chat_completion_request(const boost::json::ob
   }
   if (request.logprobs) s.logprobs = request.top_logprobs;
   if (auto* v = find_field(body, "tools")) request.tools = read_tools(*v);
-  check_tool_choice(body, !request.tools.empty());
+  request.parse_tool_calls = read_tool_choice(body, !request.tools.empty(), request.stream);
   if (auto* v = find_field(body, "chat_template_kwargs")) {
     const auto& kwargs = read_object(*v, "chat_template_kwargs");
     if (auto* t = find_field(kwargs, "enable_thinking"))
@@ -573,6 +580,57 @@ inline boost::json::object chat_completion_json(const ResponseMeta& meta, std::s
   boost::json::object response = response_head(meta, "chat.completion");
   response["choices"] = boost::json::array{std::move(choice)};
   response["usage"] = usage_json(usage);
+  return response;
+}
+
+inline ReplyWithToolCalls split_tool_calls(std::string_view reply) {
+  using namespace detail;
+  constexpr std::string_view open = "<tool_call>", close = "</tool_call>";
+  ReplyWithToolCalls out;
+  const std::size_t first = reply.find(open);
+  if (first == std::string_view::npos) {
+    out.content = std::string(reply);
+    return out;
+  }
+  for (std::size_t at = first; at != std::string_view::npos; at = reply.find(open, at)) {
+    const std::size_t body = at + open.size();
+    const std::size_t end = reply.find(close, body);
+    const std::string_view call = reply.substr(body, end == std::string_view::npos ? std::string_view::npos : end - body);
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(boost::json::string_view(call.data(), call.size()), ec);
+    const boost::json::object* object = ec ? nullptr : parsed.if_object();
+    const boost::json::value* name = object ? find_field(*object, "name") : nullptr;
+    const boost::json::value* arguments = object ? find_field(*object, "arguments") : nullptr;
+    if (!name || !name->is_string() || !arguments) return {std::string(reply), {}};
+    out.tool_calls.push_back({make_response_id("call_"), std::string(name->get_string()), python_json_dumps(*arguments)});
+    at = end == std::string_view::npos ? end : end + close.size();
+  }
+  if (first != 0) out.content = std::string(reply.substr(0, first));
+  return out;
+}
+
+inline boost::json::object chat_completion_json(const ResponseMeta& meta, const ReplyWithToolCalls& reply,
+                                                FinishReason finish_reason, const Usage& usage,
+                                                boost::json::value logprobs) {
+  boost::json::object response =
+      chat_completion_json(meta, reply.content.value_or(""), std::nullopt, finish_reason, usage, std::move(logprobs));
+  if (reply.tool_calls.empty()) return response;
+  boost::json::object& choice = response["choices"].as_array()[0].as_object();
+  boost::json::object& message = choice["message"].as_object();
+  if (!reply.content) message["content"] = nullptr;
+  boost::json::array calls;
+  for (const ToolCall& call : reply.tool_calls) {
+    boost::json::object function;
+    function["name"] = sanitize_utf8(call.name);
+    function["arguments"] = sanitize_utf8(call.arguments);
+    boost::json::object entry;
+    entry["id"] = call.id;
+    entry["type"] = "function";
+    entry["function"] = std::move(function);
+    calls.emplace_back(std::move(entry));
+  }
+  message["tool_calls"] = std::move(calls);
+  if (finish_reason == FinishReason::stop) choice["finish_reason"] = "tool_calls";
   return response;
 }
 
