@@ -22,27 +22,37 @@
 
 namespace izwi::server::detail {
 
-inline void append_python_json_string(std::string& out, std::string_view text) {
-  out += '"';
+/// `text` escaped for the inside of a JSON string, as json.dumps escapes it
+/// with ensure_ascii=False (and as the server's SSE envelopes need it,
+/// openai::append_json_escaped): quote, backslash, \b \f \n \r \t, other
+/// control bytes as \u00XX in lower-case hex; everything else as is.
+inline void append_escaped_json_text(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
   for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          std::array<char, 8> escaped{};
-          std::snprintf(escaped.data(), escaped.size(), "\\u%04x", static_cast<unsigned>(c));
-          out += escaped.data();
+        if (u < 0x20) {
+          out += "\\u00";
+          out += hex[u >> 4];
+          out += hex[u & 0xF];
         } else {
           out += c;
         }
     }
   }
+}
+
+inline void append_python_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  append_escaped_json_text(out, text);
   out += '"';
 }
 

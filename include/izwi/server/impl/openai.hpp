@@ -733,27 +733,7 @@ inline boost::json::object error_json(const ApiError& error) {
 inline std::string error_body(const ApiError& error) { return boost::json::serialize(error_json(error)); }
 
 inline void append_json_escaped(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out += hex[u >> 4];
-          out += hex[u & 0xF];
-        } else {
-          out += c;
-        }
-    }
-  }
+  server::detail::append_escaped_json_text(out, text);
 }
 
 namespace detail {
